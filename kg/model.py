@@ -1,0 +1,176 @@
+"""The records that flow through the pipeline: read → extracted → mapped to RDF.
+
+These classes are the contract between the stages. Readers produce
+:class:`Record`; extraction turns a record into a :class:`PaperExtraction`;
+:mod:`kg.mapping` turns that into quads. Offsets are always character offsets
+into ``Record.abstract`` exactly as read (LaTeX and all).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class EntityType(StrEnum):
+    """The kinds of entity the extractor finds; values are ontology class names."""
+
+    TASK = "Task"
+    METHOD = "Method"
+    DATASET = "Dataset"
+    METRIC = "Metric"
+
+
+class ClaimKind(StrEnum):
+    """The kinds of claim; values are the gold annotation's spelling."""
+
+    CONTRIBUTION = "contribution"
+    PERFORMANCE = "performance"
+    EFFICIENCY = "efficiency"
+    THEORETICAL = "theoretical"
+    EMPIRICAL_FINDING = "empirical-finding"
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One paper as read from a source file, before any extraction."""
+
+    id: str
+    abstract: str
+    title: str | None = None
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    venue: str | None = None
+    keywords: tuple[str, ...] = ()
+    url: str | None = None
+    source: str = ""
+    record: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A record that could not be read, with where it was and why."""
+
+    source: str
+    record: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.source}: record {self.record}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """A span of the abstract that names an entity or states a value."""
+
+    text: str
+    start: int
+    end: int
+    sentence_start: int
+    sentence_end: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "start": self.start, "end": self.end}
+
+
+@dataclass(slots=True)
+class Entity:
+    """An entity of one paper: its canonical identity plus where the paper names it."""
+
+    type: EntityType
+    key: str
+    label: str
+    iri: str
+    mentions: list[Mention] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    proposed: bool = False
+    component: str = ""
+    confidence: float = 0.5
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "iri": self.iri,
+            "mentions": [m.to_json() for m in self.mentions],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """A number stated in a claim, parsed: ``$\\times$46`` → 46.0 with unit ``×``."""
+
+    text: str
+    number: float | None
+    unit: str | None
+    start: int
+    end: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "number": self.number, "unit": self.unit}
+
+
+@dataclass(slots=True)
+class Claim:
+    """A statement of contribution or result, with its slots filled where found."""
+
+    text: str
+    start: int
+    end: int
+    kind: ClaimKind
+    sentence_start: int
+    sentence_end: int
+    subject: Entity | None = None
+    values: list[Value] = field(default_factory=list)
+    metric: Entity | None = None
+    dataset: Entity | None = None
+    baseline: Entity | None = None
+    component: str = ""
+    confidence: float = 0.5
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "start": self.start,
+            "end": self.end,
+            "kind": str(self.kind),
+            "subject": self.subject.label if self.subject else None,
+            "values": [v.to_json() for v in self.values],
+            "metric": self.metric.label if self.metric else None,
+            "dataset": self.dataset.label if self.dataset else None,
+        }
+
+
+@dataclass(slots=True)
+class PaperExtraction:
+    """Everything extracted from one paper."""
+
+    record: Record
+    entities: list[Entity]
+    claims: list[Claim]
+    extractor_version: str
+
+    def of_type(self, kind: EntityType, *, proposed: bool | None = None) -> list[Entity]:
+        """The entities of one type, optionally only the proposed (or not proposed) ones."""
+        return [
+            e
+            for e in self.entities
+            if e.type is kind and (proposed is None or e.proposed is proposed)
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``kg extract --format jsonl`` object: exactly the documented keys."""
+        def js(items: list[Entity]) -> list[dict[str, Any]]:
+            return [e.to_json() for e in items]
+
+        return {
+            "id": self.record.id,
+            "title": self.record.title,
+            "abstract": self.record.abstract,
+            "tasks": js(self.of_type(EntityType.TASK)),
+            "methods": js(self.of_type(EntityType.METHOD, proposed=False)),
+            "proposed_methods": js(self.of_type(EntityType.METHOD, proposed=True)),
+            "datasets": js(self.of_type(EntityType.DATASET)),
+            "metrics": js(self.of_type(EntityType.METRIC)),
+            "claims": [c.to_json() for c in self.claims],
+        }
