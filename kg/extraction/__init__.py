@@ -1,0 +1,1 @@
+"""Extraction: abstracts in, :class:`~kg.model.PaperExtraction` out."""

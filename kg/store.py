@@ -1,0 +1,286 @@
+"""Graph stores behind one interface: the embedded on-disk Oxigraph store and
+(:mod:`kg.remote`) any SPARQL 1.1 Protocol + Graph Store Protocol server.
+
+Both backends return pyoxigraph result objects (``QuerySolutions``,
+``QueryBoolean``, ``QueryTriples``), so the service and the CLI do not care
+which one they talk to.
+
+Write semantics, the same on both: each paper's statements live in its own
+named graph; writing a paper replaces that graph in one transaction, so a
+reader never sees half a paper and a crash leaves the previous version whole.
+A paper's ``kg:contentHash`` is written last, so a paper whose write was cut
+short has no hash and is written again by the next ingest.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, Protocol, runtime_checkable
+
+from pyoxigraph import (
+    DefaultGraph,
+    Literal,
+    NamedNode,
+    Quad,
+    QueryBoolean,
+    QuerySolutions,
+    QueryTriples,
+    RdfFormat,
+    Store,
+)
+
+from kg.mapping import ENTITIES_GRAPH, PaperQuads, label_quads
+from kg.resources import ontology_dir
+from kg.vocab import KG, ONTOLOGY_GRAPH, SKOS, paper_graph, paper_id_from_graph, paper_iri
+
+QueryResult = QuerySolutions | QueryBoolean | QueryTriples
+Term = NamedNode | Literal
+"""A value that can be bound into a query."""
+
+DEFAULT_STORE = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share")) / "mlkg" / "store"
+"""Where the embedded store lives unless ``--store`` or ``KG_STORE`` says otherwise."""
+
+
+class StoreError(Exception):
+    """The store could not be opened or written."""
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """What the CLI and the service need from a store."""
+
+    location: str
+    read_only: bool
+
+    def query(
+        self,
+        sparql: str,
+        *,
+        substitutions: dict[str, Term] | None = None,
+        default_graph: Sequence[str] | None = None,
+        named_graphs: Sequence[str] | None = None,
+    ) -> QueryResult:
+        """Run a SPARQL query. The default graph is the union of all graphs unless
+        ``default_graph`` names graphs; ``substitutions`` pre-binds variables."""
+        ...
+
+    def update(self, sparql: str) -> None:
+        """Run a SPARQL update (the service checks authorisation and LOAD first)."""
+        ...
+
+    def paper_hashes(self, ids: Sequence[str]) -> dict[str, str]:
+        """The stored content hash of each of these papers that is stored whole."""
+        ...
+
+    def preferred_labels(self, iris: Iterable[str]) -> dict[str, str]:
+        """The ``skos:prefLabel`` of each of these entities that has one."""
+        ...
+
+    def write_papers(self, papers: Sequence[PaperQuads], *, new: bool = False) -> None:
+        """Write (replace) these papers' graphs. ``new``: none of them is stored yet,
+        so the bulk loader may be used."""
+        ...
+
+    def delete_paper(self, paper_id: str) -> bool:
+        """Remove a paper's graph; False when there was none."""
+        ...
+
+    def paper_ids(self) -> Iterator[str]:
+        """Ids of every stored paper."""
+        ...
+
+    def __len__(self) -> int:
+        """The number of quads."""
+        ...
+
+    def dump(self, output: IO[bytes], fmt: RdfFormat) -> None:
+        """Write the whole dataset (or, for triple formats, the union graph)."""
+        ...
+
+    def close(self) -> None:
+        """Release the store."""
+        ...
+
+
+def open_store(location: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> GraphStore:
+    """Open the store at a directory (embedded) or an ``http(s)://`` URL (remote)."""
+    target = str(location) if location else os.environ.get("KG_STORE") or str(DEFAULT_STORE)
+    if target.startswith(("http://", "https://")):
+        from kg.remote import RemoteStore
+
+        return RemoteStore(target, read_only=read_only)
+    return EmbeddedStore(Path(target), read_only=read_only)
+
+
+def _graphs(iris: Sequence[str] | None) -> list[NamedNode | DefaultGraph] | None:
+    if iris is None:
+        return None
+    return [NamedNode(i) for i in iris]
+
+
+class EmbeddedStore:
+    """pyoxigraph's RocksDB-backed store in a directory."""
+
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        self.path = path
+        self.location = str(path)
+        self.read_only = read_only
+        try:
+            if read_only:
+                if not (path / "CURRENT").exists():
+                    raise StoreError(f"no store at {path}")
+                self._store = Store.read_only(str(path))
+            else:
+                path.mkdir(parents=True, exist_ok=True)
+                self._store = Store(str(path))
+        except OSError as exc:
+            raise StoreError(f"cannot open the store at {path}: {exc}") from exc
+        if not read_only:
+            self.ensure_ontology()
+
+    @property
+    def raw(self) -> Store:
+        """The pyoxigraph store, for code that needs its own API (benchmarks, exports)."""
+        return self._store
+
+    def ensure_ontology(self) -> None:
+        """Load ``ontology/kg.ttl`` into its graph, replacing an older copy."""
+        source = (ontology_dir() / "kg.ttl").read_bytes()
+        marker = Quad(NamedNode("https://w3id.org/mlkg/ontology"), KG.contentHash,
+                      Literal(_sha(source)), ONTOLOGY_GRAPH)
+        if marker in self._store:
+            return
+        tmp = NamedNode(ONTOLOGY_GRAPH.value + "/loading")
+        self._store.clear_graph(tmp) if self._store.contains_named_graph(tmp) else None
+        self._store.load(source, format=RdfFormat.TURTLE, to_graph=tmp)
+        self._store.add(Quad(marker.subject, marker.predicate, marker.object, tmp))
+        self._store.update(f"MOVE SILENT GRAPH {tmp} TO {ONTOLOGY_GRAPH}")
+
+    def query(
+        self,
+        sparql: str,
+        *,
+        substitutions: dict[str, Term] | None = None,
+        default_graph: Sequence[str] | None = None,
+        named_graphs: Sequence[str] | None = None,
+    ) -> QueryResult:
+        from pyoxigraph import Variable
+
+        subs = {Variable(k): v for k, v in substitutions.items()} if substitutions else None
+        return self._store.query(
+            sparql,
+            use_default_graph_as_union=default_graph is None,
+            default_graph=_graphs(default_graph),
+            named_graphs=_graphs(named_graphs),
+            substitutions=subs,
+        )
+
+    def update(self, sparql: str) -> None:
+        self._check_writable()
+        self._store.update(sparql)
+
+    def paper_hashes(self, ids: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for pid in ids:
+            for quad in self._store.quads_for_pattern(paper_iri(pid), KG.contentHash, None, paper_graph(pid)):
+                found[pid] = quad.object.value
+        return found
+
+    def preferred_labels(self, iris: Iterable[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for iri in iris:
+            for quad in self._store.quads_for_pattern(NamedNode(iri), SKOS.prefLabel, None, ENTITIES_GRAPH):
+                found[iri] = quad.object.value
+                break
+        return found
+
+    def write_papers(self, papers: Sequence[PaperQuads], *, new: bool = False) -> None:
+        self._check_writable()
+        entity_quads = [q for p in papers for q in p.entities]
+        entity_quads.extend(_label_quads(self, papers))
+        markers = [q for p in papers for q in p.paper if q.predicate == KG.contentHash]
+        body = [q for p in papers for q in p.paper if q.predicate != KG.contentHash]
+        if new:
+            # Nothing of these papers is stored: the bulk loader writes them
+            # fastest; their hashes go in last, in one transaction.
+            self._store.bulk_extend(entity_quads)
+            self._store.bulk_extend(body)
+            self._store.extend(markers)
+            return
+        self._store.extend(entity_quads)
+        for paper in papers:
+            tmp = NamedNode(paper.graph.value + "/loading")
+            if self._store.contains_named_graph(tmp):
+                self._store.remove_graph(tmp)
+            self._store.extend(Quad(q.subject, q.predicate, q.object, tmp) for q in paper.paper)
+            # The paper's graph IRI is built by kg.vocab from a percent-encoded
+            # id and printed as an escaped N-Triples term: no raw input here.
+            self._store.update(f"MOVE SILENT GRAPH {tmp} TO {paper.graph}")
+
+    def delete_paper(self, paper_id: str) -> bool:
+        self._check_writable()
+        graph = paper_graph(paper_id)
+        if not self._store.contains_named_graph(graph):
+            return False
+        self._store.remove_graph(graph)
+        return True
+
+    def paper_ids(self) -> Iterator[str]:
+        for graph in self._store.named_graphs():
+            pid = paper_id_from_graph(graph.value)
+            if pid is not None and not pid.endswith("/loading"):
+                yield pid
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def dump(self, output: IO[bytes], fmt: RdfFormat) -> None:
+        if fmt.supports_datasets:
+            self._store.dump(output, fmt)
+        else:
+            # Triple formats get the union of all graphs, as the SPARQL default graph shows it.
+            triples = self._store.query("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }",
+                                        use_default_graph_as_union=True)
+            triples.serialize(output, fmt)
+
+    def flush(self) -> None:
+        """Make sure what was written is on disk."""
+        if not self.read_only:
+            self._store.flush()
+
+    def optimize(self) -> None:
+        """Compact the on-disk files after a large load."""
+        if not self.read_only:
+            self._store.optimize()
+
+    def close(self) -> None:
+        self.flush()
+        del self._store
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise StoreError(f"the store at {self.path} is open read-only")
+
+
+def _label_quads(store: GraphStore, papers: Sequence[PaperQuads]) -> list[Quad]:
+    wanted = {iri for p in papers for iri in p.labels}
+    known = store.preferred_labels(wanted)
+    out: list[Quad] = []
+    for paper in papers:
+        fresh = {iri for iri in paper.labels if iri not in known}
+        for quad in label_quads(paper.labels, fresh):
+            known[quad.subject.value] = quad.object.value
+            out.append(quad)
+        # A paper that names a known entity differently adds its label as an alias.
+        for iri, label in paper.labels.items():
+            if iri not in fresh and known.get(iri) != label:
+                out.append(Quad(NamedNode(iri), SKOS.altLabel, Literal(label), ENTITIES_GRAPH))
+    return out
+
+
+def _sha(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
