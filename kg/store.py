@@ -29,11 +29,12 @@ from pyoxigraph import (
     QueryTriples,
     RdfFormat,
     Store,
+    serialize,
 )
 
 from kg.mapping import ENTITIES_GRAPH, PaperQuads, label_quads
-from kg.resources import ontology_dir
-from kg.vocab import KG, ONTOLOGY_GRAPH, SKOS, paper_graph, paper_id_from_graph, paper_iri
+from kg.resources import ontology_dir, queries_dir
+from kg.vocab import KG, ONTOLOGY_GRAPH, PREFIXES, SKOS, paper_graph, paper_id_from_graph, paper_iri
 
 QueryResult = QuerySolutions | QueryBoolean | QueryTriples
 Term = NamedNode | Literal
@@ -202,6 +203,9 @@ class EmbeddedStore:
         entity_quads.extend(_label_quads(self, papers))
         markers = [q for p in papers for q in p.paper if q.predicate == KG.contentHash]
         body = [q for p in papers for q in p.paper if q.predicate != KG.contentHash]
+        if new and any(self._store.contains_named_graph(p.graph) for p in papers):
+            # A paper with a graph but no hash was cut short by a crash: replace it.
+            new = False
         if new:
             # Nothing of these papers is stored: the bulk loader writes them
             # fastest; their hashes go in last, in one transaction.
@@ -238,12 +242,12 @@ class EmbeddedStore:
 
     def dump(self, output: IO[bytes], fmt: RdfFormat) -> None:
         if fmt.supports_datasets:
-            self._store.dump(output, fmt)
+            self._store.dump(output, fmt, prefixes=PREFIXES)
         else:
             # Triple formats get the union of all graphs, as the SPARQL default graph shows it.
-            triples = self._store.query("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }",
+            triples = self._store.query((queries_dir() / "store" / "union-graph.rq").read_text(),
                                         use_default_graph_as_union=True)
-            triples.serialize(output, fmt)
+            serialize(triples, output, fmt, prefixes=PREFIXES)
 
     def flush(self) -> None:
         """Make sure what was written is on disk."""

@@ -1,0 +1,285 @@
+"""The ``kg`` command line: a thin layer over the library.
+
+Every command that touches a store takes ``--store`` (a directory, or an
+``http(s)://`` URL of a SPARQL 1.1 server), defaulting to ``KG_STORE``, else
+:data:`kg.store.DEFAULT_STORE`. Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+from pyoxigraph import QueryBoolean, QueryResultsFormat, QuerySolutions, RdfFormat
+
+from kg import __version__
+from kg.resources import queries_dir, sample_corpus
+from kg.store import DEFAULT_STORE, GraphStore, StoreError, open_store
+
+STORE_OPTION = click.option(
+    "--store",
+    envvar="KG_STORE",
+    default=str(DEFAULT_STORE),
+    show_default=True,
+    help="Store directory, or http(s):// URL of a SPARQL 1.1 store. Env: KG_STORE.",
+)
+
+
+def _fail(message: str) -> None:
+    click.echo(f"kg: error: {message}", err=True)
+    sys.exit(2)
+
+
+def _open(location: str, *, read_only: bool = False) -> GraphStore:
+    try:
+        return open_store(location, read_only=read_only)
+    except StoreError as exc:
+        _fail(str(exc))
+        raise  # unreachable; keeps type checkers calm
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kg")
+def main() -> None:
+    """Build and serve a knowledge graph of machine-learning research."""
+
+
+# ---------------------------------------------------------------- ingest
+
+
+def _progress_printer() -> Callable[[Any], None] | None:
+    if not sys.stderr.isatty():
+        return None
+
+    def show(report: Any) -> None:
+        click.echo(
+            f"\r  read {report.read:,}  added {report.added:,}  updated {report.updated:,}"
+            f"  unchanged {report.unchanged:,}  rejected {len(report.rejected):,}",
+            err=True,
+            nl=False,
+        )
+
+    return show
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@STORE_OPTION
+@click.option("--processes", "-j", default=1, show_default=True, help="spaCy worker processes.")
+@click.option("--batch-size", default=256, show_default=True, help="Papers per write batch.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def ingest(paths: tuple[str, ...], store: str, processes: int, batch_size: int, as_json: bool) -> None:
+    """Extract PATHS (default: the bundled ICLR 2026 sample) into the store."""
+    from kg.ingest import default_extractor, ingest as run_ingest
+
+    targets = list(paths) or [str(p) for p in sample_corpus()]
+    graph = _open(store)
+    show = _progress_printer()
+    report = run_ingest(
+        targets, graph, extractor=default_extractor(n_process=processes),
+        write_batch=batch_size, progress=show,
+    )
+    if show:
+        click.echo("", err=True)
+    graph.close()
+    for rejected in report.rejected:
+        click.echo(f"kg: skipped {rejected}", err=True)
+    summary = report.to_json()
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        click.echo(
+            f"papers read {report.read:,}: added {report.added:,}, updated {report.updated:,}, "
+            f"unchanged {report.unchanged:,}, duplicates {report.duplicates:,}, "
+            f"rejected {len(report.rejected):,}\n"
+            f"triples {report.quads_after:,} ({report.quads_after - report.quads_before:+,}) "
+            f"in {report.seconds:.1f} s"
+        )
+    if report.stored == 0 and (report.rejected or report.read == 0):
+        sys.exit(1)
+
+
+# ---------------------------------------------------------------- extract
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "table"]), default="jsonl",
+              show_default=True)
+@click.option("--processes", "-j", default=1, show_default=True, help="spaCy worker processes.")
+def extract(paths: tuple[str, ...], fmt: str, processes: int) -> None:
+    """Extract PATHS (default: the bundled sample) without a store, to stdout."""
+    from kg.ingest import default_extractor
+    from kg.model import Record
+    from kg.readers import read_paths, unique
+
+    targets = list(paths) or [str(p) for p in sample_corpus()]
+    rejected: list[Any] = []
+
+    def records() -> Iterator[Record]:
+        for item in unique(read_paths(targets)):
+            if isinstance(item, Record):
+                yield item
+            else:
+                rejected.append(item)
+                click.echo(f"kg: skipped {item}", err=True)
+
+    count = 0
+    for extraction in default_extractor(n_process=processes).extract(records()):
+        count += 1
+        if fmt == "jsonl":
+            click.echo(json.dumps(extraction.to_json(), ensure_ascii=False))
+        else:
+            _print_extraction_table(extraction.to_json())
+    if count == 0:
+        sys.exit(1)
+
+
+def _print_extraction_table(obj: dict[str, Any]) -> None:
+    click.echo(click.style(f"paper {obj['id']}", bold=True) + (f"  {obj['title']}" if obj["title"] else ""))
+    for field in ("proposed_methods", "tasks", "methods", "datasets", "metrics"):
+        labels = ", ".join(e["label"] for e in obj[field]) or "-"
+        click.echo(f"  {field.replace('_', ' '):<17} {labels}")
+    for claim in obj["claims"]:
+        values = ", ".join(v["text"] for v in claim["values"])
+        click.echo(f"  claim [{claim['kind']}] {claim['text'][:100]}" + (f"  ({values})" if values else ""))
+    click.echo("")
+
+
+# ---------------------------------------------------------------- query
+
+
+_RESULT_FORMATS = {
+    "json": QueryResultsFormat.JSON,
+    "csv": QueryResultsFormat.CSV,
+    "tsv": QueryResultsFormat.TSV,
+    "xml": QueryResultsFormat.XML,
+}
+
+
+@main.command()
+@click.argument("sparql", required=False)
+@click.option("-f", "--file", "file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Read the query from a .rq file.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "tsv", "xml"]),
+              default="table", show_default=True)
+@STORE_OPTION
+def query(sparql: str | None, file: Path | None, fmt: str, store: str) -> None:
+    """Run a SPARQL query against the store (default graph: the union of all graphs)."""
+    if file is not None:
+        sparql = file.read_text(encoding="utf-8")
+    if not sparql:
+        _fail("give a query, or -f FILE.rq")
+    graph = _open(store, read_only=not store.startswith("http"))
+    try:
+        result = graph.query(sparql)
+    except SyntaxError as exc:
+        _fail(f"bad query: {exc}")
+        return
+    out = sys.stdout.buffer
+    if isinstance(result, QueryBoolean):
+        if fmt == "table":
+            click.echo("true" if bool(result) else "false")
+        else:
+            out.write(result.serialize(format=_RESULT_FORMATS.get(fmt, QueryResultsFormat.JSON)))
+        return
+    if isinstance(result, QuerySolutions):
+        if fmt == "table":
+            _print_table(result)
+        else:
+            out.write(result.serialize(format=_RESULT_FORMATS[fmt]))
+        return
+    result.serialize(out, RdfFormat.TURTLE)
+
+
+def _cell(term: Any) -> str:
+    if term is None:
+        return ""
+    return str(getattr(term, "value", term))
+
+
+def _print_table(solutions: QuerySolutions) -> None:
+    names = [v.value for v in solutions.variables]
+    rows = [[_cell(s[n]) for n in names] for s in solutions]
+    widths = [min(60, max([len(n)] + [len(r[i]) for r in rows])) for i, n in enumerate(names)]
+    click.echo("  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)))
+    click.echo("  ".join("-" * w for w in widths))
+    for row in rows:
+        click.echo("  ".join(c[:w].ljust(w) for c, w in zip(row, widths, strict=True)))
+    click.echo(f"({len(rows)} rows)")
+
+
+# ---------------------------------------------------------------- stats
+
+
+@main.command()
+@STORE_OPTION
+@click.option("--json", "as_json", is_flag=True)
+def stats(store: str, as_json: bool) -> None:
+    """Counts per class and the number of triples."""
+    graph = _open(store, read_only=not store.startswith("http"))
+    sparql = (queries_dir() / "class-counts.rq").read_text(encoding="utf-8")
+    counts = {s["class"].value.rsplit("#", 1)[-1]: int(s["count"].value) for s in graph.query(sparql)}
+    summary = {"triples": len(graph), "papers": len(list(graph.paper_ids())), "classes": counts}
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    click.echo(f"triples  {summary['triples']:,}")
+    for name in ("Paper", "Task", "Method", "Dataset", "Metric", "Claim"):
+        click.echo(f"{name.lower() + 's':<9}{counts.get(name, 0):,}")
+
+
+# ---------------------------------------------------------------- export
+
+
+_RDF_FORMATS = {
+    "turtle": RdfFormat.TURTLE,
+    "ntriples": RdfFormat.N_TRIPLES,
+    "nquads": RdfFormat.N_QUADS,
+    "trig": RdfFormat.TRIG,
+    "jsonld": RdfFormat.JSON_LD,
+    "rdfxml": RdfFormat.RDF_XML,
+}
+
+
+@main.command()
+@click.option("--format", "fmt", type=click.Choice(sorted(_RDF_FORMATS)), default="nquads",
+              show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file.")
+@STORE_OPTION
+def export(fmt: str, out: Path | None, store: str) -> None:
+    """Dump the store as RDF (triple formats get the union of all graphs)."""
+    graph = _open(store, read_only=not store.startswith("http"))
+    if out is None:
+        graph.dump(sys.stdout.buffer, _RDF_FORMATS[fmt])
+        return
+    with out.open("wb") as fh:
+        graph.dump(fh, _RDF_FORMATS[fmt])
+    click.echo(f"wrote {out}", err=True)
+
+
+# ---------------------------------------------------------------- validate
+
+
+@main.command()
+@STORE_OPTION
+@click.option("--max-report", default=20, show_default=True, help="Violations to print.")
+def validate(store: str, max_report: int) -> None:
+    """Validate the graph against ontology/shapes.ttl (exit 1 on any violation)."""
+    from kg.validation import validate_store
+
+    graph = _open(store, read_only=not store.startswith("http"))
+    result = validate_store(graph)
+    for line in result.violations[:max_report]:
+        click.echo(line)
+    click.echo(f"{len(result.violations)} violations in {result.triples:,} triples")
+    if result.violations:
+        sys.exit(1)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,52 @@
+"""Fixtures shared by the test suite: the real extractor and a real on-disk
+store holding the ingested bundled sample, built once per session."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import SHARED
+
+
+@pytest.fixture(scope="session")
+def extractor():  # noqa: ANN201
+    """The real spaCy extractor, loaded once."""
+    from kg.ingest import default_extractor
+
+    return default_extractor()
+
+
+@pytest.fixture(scope="session")
+def sample_store(tmp_path_factory: pytest.TempPathFactory, extractor) -> Path:  # noqa: ANN001
+    """A store directory with the 37-paper sample ingested. Do not write to it:
+    copy it with :func:`shutil.copytree` (or use ``store_copy``)."""
+    from kg.ingest import ingest
+    from kg.resources import sample_corpus
+    from kg.store import open_store
+
+    path = tmp_path_factory.mktemp("sample") / "store"
+    store = open_store(path)
+    report = ingest(sample_corpus(), store, extractor=extractor)
+    store.close()
+    assert report.added == 37, report.to_json()
+    return path
+
+
+@pytest.fixture
+def store_copy(sample_store: Path, tmp_path: Path) -> Iterator[Path]:
+    """A private, writable copy of the sample store."""
+    target = tmp_path / "store"
+    shutil.copytree(sample_store, target)
+    yield target
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """``../shared`` beside the checkout; tests that need it skip without it."""
+    if not SHARED.is_dir():
+        pytest.skip("../shared (gold, data, tools) is not beside the checkout")
+    return SHARED

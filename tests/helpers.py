@@ -1,0 +1,75 @@
+"""Helpers for tests that use the real server and the real store."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running_server(
+    store: str | Path,
+    *extra_args: str,
+    env: dict[str, str] | None = None,
+    startup_timeout: float = 60.0,
+) -> Iterator[str]:
+    """Start ``python -m kg serve`` on a free loopback port; yield its base URL.
+
+    The server is a real uvicorn process; it is stopped when the block ends.
+    Its log goes to a file whose tail is shown if it fails to start.
+    """
+    port = free_port()
+    args = [sys.executable, "-m", "kg", "serve", "--store", str(store), "--host", "127.0.0.1",
+            "--port", str(port), *extra_args]
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("KG_UPDATE_TOKEN", None) if env is None or "KG_UPDATE_TOKEN" not in env else None
+    log = tempfile.NamedTemporaryFile(prefix="kg-serve-", suffix=".log", delete=False)
+    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=full_env, cwd=REPO)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + startup_timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited with {proc.returncode}:\n{_tail(log.name)}")
+            try:
+                if httpx.get(base + "/health", timeout=1.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"server did not start in {startup_timeout} s:\n{_tail(log.name)}")
+            time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        os.unlink(log.name)
+
+
+def _tail(path: str, lines: int = 40) -> str:
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return "".join(fh.readlines()[-lines:])
