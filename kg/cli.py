@@ -42,7 +42,21 @@ def _open(location: str, *, read_only: bool = False) -> GraphStore:
         raise  # unreachable; keeps type checkers calm
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """Turns the library's expected failures into one line on stderr."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except StoreError as exc:
+            _fail(str(exc))
+        except BrokenPipeError:
+            # `kg export | head` closes the pipe early; that is not an error.
+            sys.stderr.close()
+            sys.exit(0)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kg")
 def main() -> None:
     """Build and serve a knowledge graph of machine-learning research."""
@@ -51,16 +65,21 @@ def main() -> None:
 # ---------------------------------------------------------------- ingest
 
 
-def _progress_printer() -> Callable[[Any], None] | None:
-    if not sys.stderr.isatty():
+def _progress_printer(mode: str) -> Callable[[Any], None] | None:
+    """A progress line on stderr: redrawn in place on a terminal, one line per
+    batch with ``--progress lines`` (for logs and for tests that watch it)."""
+    tty = sys.stderr.isatty()
+    if mode == "none" or (mode == "auto" and not tty):
         return None
+    in_place = mode == "auto"
 
     def show(report: Any) -> None:
         click.echo(
-            f"\r  read {report.read:,}  added {report.added:,}  updated {report.updated:,}"
-            f"  unchanged {report.unchanged:,}  rejected {len(report.rejected):,}",
+            ("\r" if in_place else "")
+            + f"progress: read {report.read:,} added {report.added:,} updated {report.updated:,}"
+            f" unchanged {report.unchanged:,} rejected {len(report.rejected):,}",
             err=True,
-            nl=False,
+            nl=not in_place,
         )
 
     return show
@@ -72,18 +91,23 @@ def _progress_printer() -> Callable[[Any], None] | None:
 @click.option("--processes", "-j", default=1, show_default=True, help="spaCy worker processes.")
 @click.option("--batch-size", default=256, show_default=True, help="Papers per write batch.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def ingest(paths: tuple[str, ...], store: str, processes: int, batch_size: int, as_json: bool) -> None:
+@click.option("--progress", type=click.Choice(["auto", "lines", "none"]), default="auto",
+              show_default=True, help="auto: a progress bar on a terminal only.")
+def ingest(
+    paths: tuple[str, ...], store: str, processes: int, batch_size: int, as_json: bool,
+    progress: str,
+) -> None:
     """Extract PATHS (default: the bundled ICLR 2026 sample) into the store."""
     from kg.ingest import default_extractor, ingest as run_ingest
 
     targets = list(paths) or [str(p) for p in sample_corpus()]
     graph = _open(store)
-    show = _progress_printer()
+    show = _progress_printer(progress)
     report = run_ingest(
         targets, graph, extractor=default_extractor(n_process=processes),
         write_batch=batch_size, progress=show,
     )
-    if show:
+    if show and progress == "auto":
         click.echo("", err=True)
     graph.close()
     for rejected in report.rejected:

@@ -1,0 +1,136 @@
+"""The ``kg`` command line, run as a user runs it: a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kg.readers import read_paths, unique
+from kg.resources import sample_corpus
+
+EXTRACT_KEYS = {"id", "title", "abstract", "tasks", "methods", "proposed_methods", "datasets",
+                "metrics", "claims"}
+ENTITY_KEYS = {"label", "iri", "mentions"}
+CLAIM_KEYS = {"text", "start", "end", "kind", "subject", "values", "metric", "dataset"}
+
+
+def kg(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "kg", *args], capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_extract_prints_37_objects_in_the_documented_shape() -> None:
+    done = kg("extract", *map(str, sample_corpus()), "--format", "jsonl")
+    assert done.returncode == 0, done.stderr
+    objects = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(objects) == 37
+    for obj in objects:
+        assert set(obj) == EXTRACT_KEYS
+        for field in ("tasks", "methods", "proposed_methods", "datasets", "metrics"):
+            for entity in obj[field]:
+                assert set(entity) == ENTITY_KEYS
+                for m in entity["mentions"]:
+                    assert obj["abstract"][m["start"]:m["end"]] == m["text"]
+        for claim in obj["claims"]:
+            assert set(claim) == CLAIM_KEYS
+            assert obj["abstract"][claim["start"]:claim["end"]] == claim["text"]
+            for value in claim["values"]:
+                assert set(value) == {"text", "number", "unit"}
+
+
+def test_ingest_query_stats_export_validate(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    done = kg("ingest", "--store", store)
+    assert done.returncode == 0, done.stderr
+    assert "added 37" in done.stdout and "duplicates 1" in done.stdout
+    again = kg("ingest", "--store", store, "--json")
+    summary = json.loads(again.stdout)
+    assert summary["unchanged"] == 37 and summary["triples_added"] == 0
+
+    stats = json.loads(kg("stats", "--store", store, "--json").stdout)
+    assert stats["classes"]["Paper"] == 37 and stats["triples"] == summary["triples"]
+
+    query = "SELECT (COUNT(*) AS ?n) WHERE { ?p a <https://w3id.org/mlkg/ontology#Paper> }"
+    as_json = json.loads(kg("query", "--store", store, "--format", "json", query).stdout)
+    assert as_json["results"]["bindings"][0]["n"]["value"] == "37"
+    assert kg("query", "--store", store, "--format", "csv", query).stdout.splitlines() == ["n", "37"]
+    assert kg("query", "--store", store, "--format", "tsv", query).stdout.splitlines()[0] == "?n"
+
+    env = {"KG_STORE": store}
+    assert "37" in kg("query", query, env=env).stdout
+    for fmt in ("turtle", "ntriples", "nquads", "trig", "jsonld"):
+        out = tmp_path / f"dump.{fmt}"
+        assert kg("export", "--store", store, "--format", fmt, "--out", str(out)).returncode == 0
+        assert out.stat().st_size > 1000
+    import rdflib
+
+    graph = rdflib.Graph().parse(tmp_path / "dump.turtle", format="turtle")
+    assert len(graph) > 1000
+    valid = kg("validate", "--store", store)
+    assert valid.returncode == 0 and "0 violations" in valid.stdout
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (lambda d: d / "missing.txt", "no such file"),
+        (lambda d: d, "is a directory"),
+        (lambda d: (d / "empty.txt").write_bytes(b"") and d / "empty.txt", "empty file"),
+        (lambda d: (d / "bin.jsonl").write_bytes(os.urandom(2048).replace(b"\n", b"")) and d / "bin.jsonl",
+         "UTF-8"),
+    ],
+)
+def test_ingest_bad_input_is_one_line_and_nonzero(tmp_path: Path, setup, message: str) -> None:  # noqa: ANN001
+    target = setup(tmp_path)
+    done = kg("ingest", "--store", str(tmp_path / "store"), str(target))
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert message in done.stderr
+    assert str(Path(target).name) in done.stderr
+
+
+def test_bad_query_is_one_line(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    kg("ingest", "--store", store, str(sample_corpus()[0]))
+    done = kg("query", "--store", store, "SELECT ?x WHERE { ?x")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("kg: error: bad query")
+
+
+def test_killed_ingest_keeps_what_was_stored(tmp_path: Path) -> None:
+    abstracts = [r.abstract for r in unique(read_paths(sample_corpus())) if hasattr(r, "abstract")]
+    source = tmp_path / "many.jsonl"
+    with source.open("w") as fh:
+        for round_ in range(4):
+            for i, text in enumerate(abstracts):
+                fh.write(json.dumps({"id": f"r{round_}-{i}", "abstract": text}) + "\n")
+    store = str(tmp_path / "store")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kg", "ingest", "--store", store, "--batch-size", "4",
+         "--progress", "lines", str(source)],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+    )
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 240
+    for line in proc.stderr:
+        if line.startswith("progress:") and " added 0 " not in line:
+            break
+        assert time.monotonic() < deadline
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = json.loads(kg("stats", "--store", store, "--json").stdout)
+    assert 0 < partial["papers"] < 148
+    rerun = kg("ingest", "--store", store, "--json", str(source))
+    summary = json.loads(rerun.stdout)
+    assert summary["added"] + summary["updated"] + summary["unchanged"] == 148
+    assert summary["unchanged"] >= 4
+    assert kg("validate", "--store", store).returncode == 0

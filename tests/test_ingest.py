@@ -1,0 +1,130 @@
+"""Ingest into a real on-disk Oxigraph store with the real spaCy extractor."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from pyoxigraph import Literal, NamedNode, Quad, RdfFormat
+
+from kg.ingest import ingest
+from kg.mapping import ENTITIES_GRAPH
+from kg.readers import read_paths, unique
+from kg.resources import queries_dir, sample_corpus
+from kg.store import EmbeddedStore, StoreError, open_store
+from kg.validation import validate_store
+from kg.vocab import SKOS, paper_graph
+
+PROVENANCE_QUERY = """
+PREFIX kg: <https://w3id.org/mlkg/ontology#>
+PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>
+PREFIX prov: <http://www.w3.org/ns/prov#>
+SELECT ?sentence ?start ?end ?component ?confidence ?version WHERE {
+  ?st rdf:subject ?paper ; rdf:predicate ?p ; rdf:object ?entity ;
+      kg:confidence ?confidence ; prov:wasAttributedTo ?component ;
+      kg:extractorVersion ?version ; kg:evidence ?m .
+  ?m kg:inSentence ?s . ?s kg:text ?sentence ; kg:start ?start ; kg:end ?end .
+}
+"""
+
+
+def nquads(store: EmbeddedStore) -> set[str]:
+    buffer = io.BytesIO()
+    store.dump(buffer, RdfFormat.N_QUADS)
+    return set(buffer.getvalue().decode().splitlines())
+
+
+def test_sample_graph_is_complete_and_valid(sample_store: Path) -> None:
+    store = open_store(sample_store, read_only=True)
+    assert sorted(store.paper_ids()).__len__() == 37
+    result = validate_store(store)
+    assert result.conforms, result.violations[:10]
+
+
+def test_every_entity_statement_leads_to_its_sentence(sample_store: Path) -> None:
+    store = open_store(sample_store, read_only=True)
+    papers = {r.id: r.abstract for r in unique(read_paths(sample_corpus())) if hasattr(r, "abstract")}
+    rows = list(store.query(PROVENANCE_QUERY, substitutions={}))
+    assert rows, "no reified statements with evidence"
+    for row in rows:
+        start, end = int(row["start"].value), int(row["end"].value)
+        assert 0 <= start < end
+        assert any(text[start:end] == row["sentence"].value for text in papers.values())
+        assert 0.0 <= float(row["confidence"].value) <= 1.0
+        assert row["component"].value.startswith("https://w3id.org/mlkg/id/component/")
+
+
+def test_reingesting_the_same_input_changes_nothing(store_copy: Path, extractor) -> None:  # noqa: ANN001
+    store = open_store(store_copy)
+    before = nquads(store)
+    report = ingest(sample_corpus(), store, extractor=extractor)
+    assert (report.added, report.updated, report.unchanged, report.duplicates) == (0, 0, 37, 1)
+    assert report.quads_after == report.quads_before == len(before)
+    assert nquads(store) == before
+    store.close()
+
+
+def test_same_input_gives_the_same_graph(sample_store: Path, tmp_path: Path, extractor) -> None:  # noqa: ANN001
+    fresh = open_store(tmp_path / "again")
+    ingest(sample_corpus(), fresh, extractor=extractor)
+    assert nquads(fresh) == nquads(open_store(sample_store, read_only=True))
+
+
+def test_changed_paper_is_replaced_whole(tmp_path: Path, extractor) -> None:  # noqa: ANN001
+    abstract = next(r for r in unique(read_paths(sample_corpus())) if hasattr(r, "abstract")).abstract
+    source = tmp_path / "one.jsonl"
+    source.write_text(json.dumps({"id": "p1", "title": "Old title", "abstract": abstract}) + "\n")
+    store = open_store(tmp_path / "store")
+    assert ingest([source], store, extractor=extractor).added == 1
+    source.write_text(json.dumps({"id": "p1", "title": "New title", "abstract": abstract}) + "\n")
+    report = ingest([source], store, extractor=extractor)
+    assert (report.added, report.updated) == (0, 1)
+    titles = [q.object.value for q in store.raw.quads_for_pattern(None, None, None, paper_graph("p1"))
+              if q.predicate.value.endswith("/title")]
+    assert titles == ["New title"]
+    assert not any(g.value.endswith("/loading") for g in store.raw.named_graphs())
+
+
+def test_bad_records_are_skipped_and_the_rest_stored(tmp_path: Path, extractor) -> None:  # noqa: ANN001
+    abstract = next(r for r in unique(read_paths(sample_corpus())) if hasattr(r, "abstract")).abstract
+    source = tmp_path / "mixed.jsonl"
+    source.write_text("\n".join([
+        json.dumps({"id": "good", "abstract": abstract}),
+        json.dumps({"id": "empty", "abstract": ""}),
+        "{broken",
+    ]))
+    store = open_store(tmp_path / "store")
+    report = ingest([source, tmp_path / "nope.txt"], store, extractor=extractor)
+    assert report.added == 1
+    assert [(Path(r.source).name, r.record) for r in report.rejected] == [
+        ("mixed.jsonl", 2), ("mixed.jsonl", 3), ("nope.txt", 0)]
+    assert list(store.paper_ids()) == ["good"]
+
+
+def test_shacl_catches_a_broken_graph(store_copy: Path) -> None:
+    store = open_store(store_copy)
+    label = next(store.raw.quads_for_pattern(None, SKOS.prefLabel, None, ENTITIES_GRAPH))
+    store.raw.add(Quad(label.subject, SKOS.prefLabel, Literal("a second label"), ENTITIES_GRAPH))
+    store.raw.remove(Quad(NamedNode("https://w3id.org/mlkg/id/paper/cc753ecf2cb8"),
+                          NamedNode("http://purl.org/dc/terms/abstract"),
+                          next(store.raw.quads_for_pattern(
+                              NamedNode("https://w3id.org/mlkg/id/paper/cc753ecf2cb8"),
+                              NamedNode("http://purl.org/dc/terms/abstract"), None, None)).object,
+                          paper_graph("cc753ecf2cb8")))
+    violations = validate_store(store).violations
+    assert any("prefLabel" in v for v in violations)
+    assert any("abstract" in v for v in violations)
+
+
+def test_read_only_store_refuses_writes(sample_store: Path) -> None:
+    store = open_store(sample_store, read_only=True)
+    with pytest.raises(StoreError):
+        store.delete_paper("cc753ecf2cb8")
+    with pytest.raises(StoreError):
+        open_store(sample_store.parent / "does-not-exist", read_only=True)
+
+
+def test_counts_query_file_exists() -> None:
+    assert (queries_dir() / "class-counts.rq").is_file()
