@@ -93,20 +93,29 @@ def _progress_printer(mode: str) -> Callable[[Any], None] | None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--progress", type=click.Choice(["auto", "lines", "none"]), default="auto",
               show_default=True, help="auto: a progress bar on a terminal only.")
+@click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
+              help="Where spaCy runs: here (-j processes) or on a Dask cluster.")
+@click.option("--scheduler", envvar="KG_DASK_SCHEDULER", default=None,
+              help="Dask scheduler address (tcp://host:8786) for --engine dask; without it, a "
+                   "local cluster of -j worker processes. Env: KG_DASK_SCHEDULER.")
 def ingest(
     paths: tuple[str, ...], store: str, processes: int, batch_size: int, as_json: bool,
-    progress: str,
+    progress: str, engine: str, scheduler: str | None,
 ) -> None:
     """Extract PATHS (default: the bundled ICLR 2026 sample) into the store."""
-    from kg.ingest import default_extractor, ingest as run_ingest
+    from kg.engines import make_extractor
+    from kg.ingest import ingest as run_ingest
 
     targets = list(paths) or [str(p) for p in sample_corpus()]
     graph = _open(store)
     show = _progress_printer(progress)
-    report = run_ingest(
-        targets, graph, extractor=default_extractor(n_process=processes),
-        write_batch=batch_size, progress=show,
-    )
+    extractor = make_extractor(engine, processes=processes, scheduler=scheduler)
+    try:
+        report = run_ingest(targets, graph, extractor=extractor, write_batch=batch_size,
+                            progress=show)
+    finally:
+        if hasattr(extractor, "close"):
+            extractor.close()
     if show and progress == "auto":
         click.echo("", err=True)
     graph.close()
