@@ -1,0 +1,254 @@
+"""The FastAPI application: ``create_app(settings)``.
+
+The app owns three things, opened by its lifespan: the store
+(``app.state.store``), the pool of query worker processes for an embedded store
+(``app.state.query_pool``) and a write lock. Routers live in their own modules:
+:mod:`service.sparql` (SPARQL 1.1 Protocol), :mod:`service.api` (REST) and
+:mod:`service.graph` (exports and the explorer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from kg import __version__
+from kg.store import GraphStore, StoreError, open_store
+from service import api, graph, sparql
+from service.deps import get_store
+from service.errors import Unavailable, install_error_handlers
+from service.pool import PoolError, QueryPool, Snapshots, snapshot_root
+from service.settings import Settings
+
+access_log = logging.getLogger("kg.access")
+log = logging.getLogger("kg.service")
+
+
+class TrackedStore:
+    """The store, wrapped so every write through it tells the query workers to reopen.
+
+    Anything not overridden is passed through, so routers use it like the store itself."""
+
+    def __init__(self, store: GraphStore, on_write: Callable[[], None]) -> None:
+        self._store = store
+        self._on_write = on_write
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def _written(self) -> None:
+        flush = getattr(self._store, "flush", None)
+        if flush is not None:
+            flush()
+        self._on_write()
+
+    def update(self, sparql: str) -> None:
+        try:
+            self._store.update(sparql)
+        finally:
+            self._written()
+
+    def write_papers(self, papers: Any, *, new: bool = False) -> None:
+        try:
+            self._store.write_papers(papers, new=new)
+        finally:
+            self._written()
+
+    def delete_paper(self, paper_id: str) -> bool:
+        try:
+            return self._store.delete_paper(paper_id)
+        finally:
+            self._written()
+
+
+def is_remote(location: str) -> bool:
+    """Whether the store is a remote SPARQL server rather than a directory."""
+    return location.startswith(("http://", "https://"))
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Open the store and the query pool; close them on shutdown."""
+    settings: Settings = app.state.settings
+    try:
+        store = open_store(settings.store, read_only=not settings.writable)
+    except StoreError as exc:
+        log.error("cannot open the store: %s", exc)
+        raise
+    pool: QueryPool | None = None
+    if not is_remote(settings.store):
+        # With a writer in this process, workers read checkpoints (see service.pool).
+        raw = getattr(store, "raw", None)
+        snapshots = (
+            Snapshots(raw, snapshot_root(settings.store))
+            if raw is not None and not store.read_only
+            else None
+        )
+        pool = QueryPool(settings.store, settings.query_workers, snapshots)
+        try:
+            await pool.start()
+        except PoolError:
+            store.close()
+            raise
+
+    def written() -> None:
+        if pool is not None:
+            pool.invalidate()
+
+    app.state.store = TrackedStore(store, written)
+    app.state.store_written = written
+    app.state.query_pool = pool
+    app.state.write_lock = asyncio.Lock()
+    log.info(
+        "store %s open (%s)", settings.store, "read-write" if settings.writable else "read-only"
+    )
+    try:
+        yield
+    finally:
+        app.state.store = None
+        if pool is not None:
+            await pool.close()
+        store.close()
+
+
+class AccessLog:
+    """Pure ASGI middleware writing one JSON line per request to the ``kg.access`` logger."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+        size = 0
+
+        async def send_and_note(message: Message) -> None:
+            nonlocal status, size
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body":
+                size += len(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_note)
+        finally:
+            if access_log.isEnabledFor(logging.INFO):
+                client = scope.get("client")
+                access_log.info(
+                    json.dumps(
+                        {
+                            "ts": round(time.time(), 3),
+                            "method": scope["method"],
+                            "path": scope["path"],
+                            "query": scope.get("query_string", b"").decode("latin-1")[:200],
+                            "status": status,
+                            "bytes": size,
+                            "ms": round((time.perf_counter() - start) * 1000, 2),
+                            "client": client[0] if client else None,
+                        }
+                    )
+                )
+
+
+def configure_logging(level: str) -> None:
+    """JSON lines on stderr for the service and access loggers."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_JsonFormatter())
+    for name in ("kg.service", "kg.access"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(level.upper())
+        logger.propagate = False
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        if record.name == "kg.access":
+            return record.getMessage()
+        entry = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The service for ``settings`` (default: from ``KG_*`` environment variables)."""
+    settings = settings or Settings.from_env()
+    configure_logging(settings.log_level)
+    app = FastAPI(
+        title="ML research knowledge graph",
+        version=__version__,
+        description="SPARQL 1.1 endpoint and REST API over a knowledge graph of ML abstracts.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.store = None
+    app.state.query_pool = None
+    install_error_handlers(app)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=list(settings.cors_methods),
+            allow_headers=["Accept", "Content-Type", "Authorization"],
+        )
+    app.add_middleware(AccessLog)
+
+    app.add_api_route("/health", health, methods=["GET"], tags=["service"])
+    app.add_api_route("/ready", ready, methods=["GET"], tags=["service"])
+    app.include_router(sparql.router)
+    app.include_router(api.router)
+    app.include_router(graph.router)
+    app.mount("/static", StaticFiles(directory=sparql.STATIC), name="static")
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """Factory for ``uvicorn --factory service.app:app_from_env`` (used by ``kg serve``)."""
+    return create_app(Settings.from_env())
+
+
+async def health() -> dict[str, str]:
+    """Liveness: the process answers."""
+    return {"status": "ok"}
+
+
+async def ready(request: Request) -> dict[str, Any]:
+    """Readiness: the store is open and holds papers, and the query workers run."""
+    store = get_store(request)
+    pool: QueryPool | None = request.app.state.query_pool
+    papers = await asyncio.to_thread(lambda: next(iter(store.paper_ids()), None) is not None)
+    if not papers:
+        raise Unavailable("the store holds no papers yet", slug="not-ready")
+    if pool is not None and not pool.pids:
+        raise Unavailable("no query worker is running", slug="not-ready")
+    settings: Settings = request.app.state.settings
+    return {
+        "status": "ready",
+        "store": "remote" if is_remote(settings.store) else "embedded",
+        "writable": settings.writable and not store.read_only,
+        "query_workers": len(pool.pids) if pool else 0,
+    }

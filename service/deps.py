@@ -1,0 +1,71 @@
+"""Request dependencies shared by the routers: the store, the settings, and the
+update-token check.
+
+``check_update_token`` is a plain function so lean Starlette handlers (the
+/sparql endpoints) and FastAPI routes (through ``require_update_token``) apply
+exactly the same rule:
+
+- no token configured, or the store forced read-only → 403 (the service is read-only);
+- no ``Authorization: Bearer …`` header → 401 with ``WWW-Authenticate: Bearer``;
+- a wrong token → 403.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from fastapi import Request
+from starlette.requests import HTTPConnection
+
+from kg.store import GraphStore
+from service.errors import Forbidden, Unauthorized, Unavailable
+from service.settings import Settings
+
+
+def get_settings(request: HTTPConnection) -> Settings:
+    """The settings the app was created with."""
+    return request.app.state.settings
+
+
+def get_store(request: HTTPConnection) -> GraphStore:
+    """The open store (503 while the service is starting or stopping)."""
+    store = getattr(request.app.state, "store", None)
+    if store is None:
+        raise Unavailable("the store is not open")
+    return store
+
+
+def check_update_token(request: HTTPConnection) -> None:
+    """Raise 401/403 unless the request carries the configured update token."""
+    settings = get_settings(request)
+    if not settings.update_token:
+        raise Forbidden(
+            "the service is read-only: start it with an update token (KG_UPDATE_TOKEN) to write",
+            slug="read-only",
+        )
+    if settings.read_only:
+        raise Forbidden(
+            "the store is open read-only (several uvicorn workers share it): writes are disabled",
+            slug="read-only",
+        )
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized(
+            "this operation needs an 'Authorization: Bearer <token>' header",
+            headers={"WWW-Authenticate": 'Bearer realm="kg"'},
+        )
+    if not hmac.compare_digest(token.strip().encode(), settings.update_token.encode()):
+        raise Forbidden("the bearer token is not valid", slug="invalid-token")
+
+
+def require_update_token(request: Request) -> None:
+    """FastAPI dependency: the request must carry the update token (401/403 otherwise)."""
+    check_update_token(request)
+
+
+def store_written(request: HTTPConnection) -> None:
+    """Tell the query workers the store changed; call after every write."""
+    notify = getattr(request.app.state, "store_written", None)
+    if notify is not None:
+        notify()

@@ -1,0 +1,268 @@
+"""A pool of query worker processes (:mod:`service.worker`) for the embedded store.
+
+pyoxigraph cannot cancel a running query, so a query that outlives its timeout
+is stopped the only sure way: its worker process is killed and a fresh one
+started. The worker count bounds how many queries evaluate at once; a request
+that finds every worker busy waits, and that wait counts against its timeout.
+
+Writes happen in the web process; each one bumps :attr:`QueryPool.generation`,
+and a worker reopens its read-only handle before the first query of a newer
+generation, so a query never reads data older than the last write.
+
+When the web process holds the store read-write, workers never open the live
+store: RocksDB gives no guarantee to a read-only handle while another process
+writes (pyoxigraph calls it undefined behaviour; in practice reads fail with
+"Corruption" or miss recent writes). Instead :class:`Snapshots` takes a RocksDB
+checkpoint (hard links, milliseconds) for each generation that a query needs,
+and workers open that immutable copy. Without a writer the workers open the
+store directory itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import pickle
+import shutil
+import signal
+import struct
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("kg.service")
+
+_HEADER = struct.Struct(">I")
+
+
+class PoolError(Exception):
+    """The pool could not start or a worker died."""
+
+
+class PoolTimeout(Exception):
+    """The query did not finish in time; its worker was killed."""
+
+
+@dataclass
+class Reply:
+    """A worker's answer: ``ok`` with a media type and body, or an error kind and message."""
+
+    ok: bool
+    media_type: str = ""
+    body: bytes = b""
+    error: str = ""
+    message: Any = None
+
+
+class Snapshots:
+    """Checkpoints of a store that another handle in this process writes.
+
+    ``path_for(generation)`` makes (once) and returns a directory holding the
+    store as of now; :meth:`prune` deletes those no worker has open."""
+
+    def __init__(self, store: Any, root: Path) -> None:
+        self.store = store  # a pyoxigraph Store opened read-write
+        self.root = root
+        self.paths: dict[int, Path] = {}
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+
+    def path_for(self, generation: int) -> Path:
+        """The checkpoint directory of ``generation``, made now if needed."""
+        if generation not in self.paths:
+            target = self.root / f"g{generation}"
+            shutil.rmtree(target, ignore_errors=True)
+            self.store.flush()
+            self.store.backup(str(target))
+            self.paths[generation] = target
+        return self.paths[generation]
+
+    def prune(self, keep: set[int]) -> None:
+        """Delete every checkpoint whose generation is not in ``keep``."""
+        for generation in [g for g in self.paths if g not in keep]:
+            shutil.rmtree(self.paths.pop(generation), ignore_errors=True)
+
+    def close(self) -> None:
+        """Delete every checkpoint."""
+        self.paths.clear()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def snapshot_root(store_path: str) -> Path:
+    """Where the checkpoints of a store go: beside it, on the same file system
+    (so a checkpoint is hard links, not a copy), one directory per server process."""
+    path = Path(store_path).resolve()
+    return path.parent / f".{path.name}.snapshots" / str(os.getpid())
+
+
+class _Worker:
+    def __init__(self, proc: asyncio.subprocess.Process, pid: int, generation: int) -> None:
+        self.proc = proc
+        self.pid = pid
+        self.generation = generation  # the store generation this worker has open
+
+    async def call(self, payload: bytes) -> tuple:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(_HEADER.pack(len(payload)) + payload)
+        await self.proc.stdin.drain()
+        head = await self.proc.stdout.readexactly(_HEADER.size)
+        (size,) = _HEADER.unpack(head)
+        return pickle.loads(await self.proc.stdout.readexactly(size))
+
+    async def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.send_signal(signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            await self.proc.wait()
+
+
+class QueryPool:
+    """Worker processes evaluating SPARQL queries on one embedded store."""
+
+    def __init__(self, store_path: str, size: int, snapshots: Snapshots | None = None) -> None:
+        self.store_path = store_path
+        self.size = size
+        self.snapshots = snapshots
+        self.generation = 0
+        self._snapshot_lock = asyncio.Lock()
+        self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
+        self._all: set[_Worker] = set()
+        self._pending: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    @property
+    def pids(self) -> list[int]:
+        """Process ids of the live workers."""
+        return sorted(w.pid for w in self._all)
+
+    async def start(self) -> None:
+        """Start every worker; raise :class:`PoolError` when the store cannot be opened."""
+        workers = await asyncio.gather(*(self._spawn() for _ in range(self.size)))
+        for worker in workers:
+            self._idle.put_nowait(worker)
+
+    async def _current_path(self) -> tuple[int, str]:
+        """The generation queries should see now and the directory that holds it."""
+        generation = self.generation
+        if self.snapshots is None:
+            return generation, self.store_path
+        async with self._snapshot_lock:
+            if generation not in self.snapshots.paths:
+                await asyncio.to_thread(self.snapshots.path_for, generation)
+                busy = {w.generation for w in self._all}
+                self.snapshots.prune(busy | {generation})
+            return generation, str(self.snapshots.paths[generation])
+
+    async def _spawn(self) -> _Worker:
+        generation, path = await self._current_path()
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "service.worker",
+            path,
+            str(generation),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            # Replies can be many megabytes; the default 64 KiB limit only
+            # matters for readline, but a larger buffer means fewer wakeups.
+            limit=1 << 20,
+        )
+        assert proc.stdout is not None
+        try:
+            head = await proc.stdout.readexactly(_HEADER.size)
+            (size,) = _HEADER.unpack(head)
+            status, value = pickle.loads(await proc.stdout.readexactly(size))
+        except asyncio.IncompleteReadError as exc:
+            await proc.wait()
+            raise PoolError("a query worker exited at start-up") from exc
+        if status != "ready":
+            await proc.wait()
+            raise PoolError(f"a query worker could not open the store: {value}")
+        worker = _Worker(proc, int(value), generation)
+        self._all.add(worker)
+        return worker
+
+    def invalidate(self) -> None:
+        """The store was written: workers reopen before their next query."""
+        self.generation += 1
+
+    async def run(self, request: dict[str, Any], timeout: float) -> Reply:
+        """Evaluate one request within ``timeout`` seconds (waiting for a worker included)."""
+        if self._closed:
+            raise PoolError("the query pool is shut down")
+        deadline = time.monotonic() + timeout
+        try:
+            worker = await asyncio.wait_for(self._idle.get(), timeout)
+        except TimeoutError:
+            raise PoolTimeout("every query worker stayed busy") from None
+        try:
+            generation, path = await self._current_path()
+        except BaseException:
+            self._idle.put_nowait(worker)
+            raise
+        worker.generation = generation
+        request = dict(request, generation=generation, path=path)
+        payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            reply = await asyncio.wait_for(
+                worker.call(payload), max(deadline - time.monotonic(), 0.001)
+            )
+        except TimeoutError:
+            self._replace(worker, "timeout")
+            raise PoolTimeout("the query ran out of time") from None
+        except (asyncio.IncompleteReadError, ConnectionError, BrokenPipeError) as exc:
+            self._replace(worker, "died")
+            raise PoolError("the query worker died while evaluating the query") from exc
+        except asyncio.CancelledError:
+            # The client went away mid-query: the worker's reply would arrive
+            # out of step, so it is replaced rather than reused.
+            self._replace(worker, "cancelled")
+            raise
+        self._idle.put_nowait(worker)
+        if reply[0] == "ok":
+            return Reply(True, media_type=reply[1], body=reply[2])
+        return Reply(False, error=reply[1], message=reply[2])
+
+    def _replace(self, worker: _Worker, why: str) -> None:
+        log.warning("killing query worker %d (%s)", worker.pid, why)
+        self._all.discard(worker)
+        task = asyncio.get_running_loop().create_task(self._respawn(worker))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _respawn(self, old: _Worker) -> None:
+        await old.kill()
+        if self._closed:
+            return
+        try:
+            self._idle.put_nowait(await self._spawn())
+        except PoolError as exc:  # the store vanished; later queries will wait and time out
+            log.error("cannot replace a query worker: %s", exc)
+
+    async def close(self) -> None:
+        """Stop every worker."""
+        self._closed = True
+        for task in list(self._pending):
+            with contextlib.suppress(BaseException):
+                await task
+        for worker in list(self._all):
+            if worker.proc.stdin is not None:
+                with contextlib.suppress(Exception):
+                    worker.proc.stdin.close()
+        for worker in list(self._all):
+            try:
+                await asyncio.wait_for(worker.proc.wait(), 2)
+            except TimeoutError:
+                await worker.kill()
+        self._all.clear()
+        if self.snapshots is not None:
+            self.snapshots.close()
+
+
+def default_pool_size() -> int:
+    """One worker per CPU, at least two (so one slow query does not block the rest)."""
+    return max(2, os.cpu_count() or 2)

@@ -1,0 +1,169 @@
+"""Static checks on SPARQL text before it reaches the store.
+
+pyoxigraph would evaluate ``SERVICE <iri>`` and ``LOAD <iri>`` by fetching the
+IRI, so a client could make the server issue requests. :func:`check_remote_access`
+finds those keywords with a small tokenizer that understands what is *not*
+code — strings, comments and IRIs — and refuses every target that is not on the
+allow-list. It also applies SPARQL's ``\\uXXXX`` escapes first, as the parser
+does, so ``SERV\\u0049CE`` is caught too.
+
+:func:`apply_update_dataset` adds the protocol's ``using-graph-uri`` /
+``using-named-graph-uri`` to an update as ``USING`` clauses (pyoxigraph's
+``Store.update`` has no dataset argument).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from service.errors import BadRequest, ForbiddenQuery
+
+_ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
+
+_TOKEN = re.compile(
+    r"""
+    (?P<ws>\s+)
+  | (?P<comment>\#[^\n]*)
+  | (?P<string>'''(?:[^'\\]|\\.|'(?!''))*'''
+              | \"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"
+              | '(?:[^'\\\n]|\\.)*'
+              | "(?:[^"\\\n]|\\.)*")
+  | (?P<iri><[^<>"{}|^`\\\x00-\x20]*>)
+  | (?P<var>[?$][^\s{}()<>,;.'"\#=!&|+*/\[\]^]+)
+  | (?P<word>(?:[A-Za-z_\u00C0-\U000EFFFF][\w\-.\u00B7\u00C0-\U000EFFFF]*)?:
+                 [^\s{}()<>,;'"\#=!&|+*/\[\]^]*
+             | [A-Za-z_\u00C0-\U000EFFFF][\w\-\u00B7\u00C0-\U000EFFFF]*)
+  | (?P<other>.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+
+@dataclass(frozen=True)
+class Token:
+    """A lexical token: its kind (a group name of ``_TOKEN``), text and offset."""
+
+    kind: str
+    text: str
+    start: int
+
+
+def unescape(text: str) -> str:
+    """Apply SPARQL's codepoint escapes (``\\uXXXX``, ``\\UXXXXXXXX``) as the parser does."""
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
+
+
+def tokens(text: str) -> Iterator[Token]:
+    """The significant tokens of SPARQL ``text`` (whitespace and comments dropped)."""
+    for match in _TOKEN.finditer(text):
+        kind = match.lastgroup or "other"
+        if kind in ("ws", "comment"):
+            continue
+        yield Token(kind, match.group(), match.start())
+
+
+def _keyword(tok: Token) -> str | None:
+    if tok.kind == "word" and ":" not in tok.text:
+        return tok.text.upper()
+    return None
+
+
+def remote_targets(text: str) -> list[tuple[str, str | None]]:
+    """Every ``SERVICE`` and ``LOAD`` in ``text`` with its target IRI (None when the
+    target is not a constant IRI, e.g. a variable)."""
+    source = unescape(text)
+    lowered = source.lower()
+    if "service" not in lowered and "load" not in lowered:
+        return []  # the common case costs one scan
+    toks = list(tokens(source))
+    prefixes: dict[str, str] = {}
+    found: list[tuple[str, str | None]] = []
+    for i, tok in enumerate(toks):
+        kw = _keyword(tok)
+        if kw == "PREFIX" and i + 2 < len(toks) and toks[i + 2].kind == "iri":
+            prefixes[toks[i + 1].text.rstrip(":")] = toks[i + 2].text[1:-1]
+        if kw not in ("SERVICE", "LOAD"):
+            continue
+        j = i + 1
+        if j < len(toks) and _keyword(toks[j]) == "SILENT":
+            j += 1
+        target: str | None = None
+        if j < len(toks):
+            nxt = toks[j]
+            if nxt.kind == "iri":
+                target = nxt.text[1:-1]
+            elif nxt.kind == "word" and ":" in nxt.text:
+                prefix, _, local = nxt.text.partition(":")
+                if prefix in prefixes:
+                    target = prefixes[prefix] + local
+        found.append((kw, target))
+    return found
+
+
+def allowed(target: str, allowlist: Sequence[str]) -> bool:
+    """Whether ``target`` is on the allow-list: equal to an entry, or under an
+    entry that ends in ``/`` or ``#``."""
+    return any(
+        target == entry or (entry.endswith(("/", "#")) and target.startswith(entry))
+        for entry in allowlist
+    )
+
+
+def check_remote_access(text: str, allowlist: Sequence[str]) -> None:
+    """Raise :class:`~service.errors.ForbiddenQuery` (400) when ``text`` would make
+    the server fetch something not on the allow-list."""
+    for keyword, target in remote_targets(text):
+        if target is None:
+            raise ForbiddenQuery(
+                f"{keyword} is only allowed with a constant IRI on the allow-list",
+                keyword=keyword,
+            )
+        if not allowed(target, allowlist):
+            raise ForbiddenQuery(
+                f"{keyword} <{target}> is refused: the server does not fetch URLs "
+                "that are not on its allow-list (KG_SERVICE_ALLOWLIST)",
+                keyword=keyword,
+                target=target,
+            )
+
+
+def apply_update_dataset(
+    text: str, using_graphs: Sequence[str], using_named_graphs: Sequence[str]
+) -> str:
+    """Add ``USING``/``USING NAMED`` clauses for the protocol's dataset parameters
+    to every ``DELETE/INSERT … WHERE`` operation of an update.
+
+    The protocol forbids combining them with the update's own ``USING``/``WITH``:
+    that is a 400."""
+    if not using_graphs and not using_named_graphs:
+        return text
+    for graph in (*using_graphs, *using_named_graphs):
+        if not _IRI.fullmatch(f"<{graph}>"):
+            raise BadRequest(f"not an IRI: {graph!r}")
+    source = unescape(text)
+    clause = " ".join(
+        [f"USING <{g}>" for g in using_graphs] + [f"USING NAMED <{g}>" for g in using_named_graphs]
+    )
+    inserts: list[int] = []
+    depth = 0
+    previous: str | None = None
+    for tok in tokens(source):
+        if tok.text in ("{", "}"):
+            depth += 1 if tok.text == "{" else -1
+        kw = _keyword(tok)
+        if depth == 0 and kw in ("USING", "WITH"):
+            raise BadRequest(
+                "the update has its own USING/WITH and the request also gives "
+                "using-graph-uri/using-named-graph-uri: use one or the other",
+            )
+        if depth == 0 and kw == "WHERE" and previous != "DELETE":
+            inserts.append(tok.start)
+        previous = kw
+    for offset in reversed(inserts):
+        source = source[:offset] + clause + " " + source[offset:]
+    return source
+
+
+_IRI = re.compile(r"<[^<>\"{}|^`\\\x00-\x20]*>")

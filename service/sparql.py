@@ -1,0 +1,395 @@
+"""The SPARQL 1.1 Protocol endpoints.
+
+- ``GET|POST /sparql``: queries (GET ``?query=``, POST form, POST
+  ``application/sparql-query``) with ``default-graph-uri``/``named-graph-uri``;
+  without a query, a service description (RDF Accept) or the query editor (HTML).
+- ``POST /sparql/update``: updates, only with the update token.
+- ``GET /sparql/examples``: the editor's prefixes and example queries (``queries/*.rq``).
+
+The query handlers are plain Starlette endpoints rather than FastAPI operations:
+they read the raw request themselves (the protocol's rules on repeated
+parameters and media types do not fit declared parameters), and skipping
+FastAPI's validation layer keeps per-query overhead low.
+
+Queries on the embedded store run in :class:`~service.pool.QueryPool` worker
+processes, which enforce the timeout by killing a runaway worker; on a remote
+store they run in a thread bounded by the HTTP client's timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+from fastapi import APIRouter
+from pyoxigraph import Literal, NamedNode, Triple, serialize
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+
+from kg.resources import queries_dir
+from kg.vocab import PREFIXES
+from service import negotiation as neg
+from service.deps import check_update_token, get_settings, get_store, store_written
+from service.errors import (
+    BadRequest,
+    Forbidden,
+    NotAcceptable,
+    Problem,
+    QuerySyntaxError,
+    QueryTimeout,
+    ResultTooLarge,
+    UnsupportedMediaType,
+)
+from service.pool import PoolError, PoolTimeout, QueryPool
+from service.safety import apply_update_dataset, check_remote_access
+from service.worker import render
+
+STATIC = Path(__file__).resolve().parent / "static"
+FORM = "application/x-www-form-urlencoded"
+QUERY_TYPE = "application/sparql-query"
+UPDATE_TYPE = "application/sparql-update"
+
+router = APIRouter()
+
+
+# ------------------------------------------------------------------ parsing
+
+
+def _media_type(request: Request) -> tuple[str, dict[str, str]]:
+    """The request's Content-Type and its parameters (lower-cased)."""
+    raw = request.headers.get("content-type", "")
+    media, *params = (p.strip() for p in raw.split(";"))
+    parsed = {}
+    for param in params:
+        key, _, value = param.partition("=")
+        parsed[key.strip().lower()] = value.strip().strip('"').lower()
+    return media.lower(), parsed
+
+
+def _decode(body: bytes, charset: str | None) -> str:
+    if charset and charset not in ("utf-8", "utf8"):
+        raise UnsupportedMediaType(f"charset {charset} is not supported: send UTF-8")
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRequest(f"the request body is not UTF-8: {exc}") from None
+
+
+def _form(body: bytes) -> list[tuple[str, str]]:
+    try:
+        return parse_qsl(
+            body.decode("ascii"),
+            keep_blank_values=True,
+            strict_parsing=False,
+            encoding="utf-8",
+            errors="strict",
+        )
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadRequest(f"the form body is not valid URL-encoded UTF-8: {exc}") from None
+
+
+async def _operation(
+    request: Request, name: str, direct_type: str
+) -> tuple[str | None, list[tuple[str, str]]]:
+    """The operation text (``query`` or ``update``) and all protocol parameters.
+
+    Parameters come from the URL and, for a form POST, from the body too."""
+    params = list(request.query_params.multi_items())
+    text: str | None = None
+    if request.method == "POST":
+        media, ctype_params = _media_type(request)
+        body = await request.body()
+        if media == FORM:
+            _decode(b"", ctype_params.get("charset"))
+            params += _form(body)
+        elif media == direct_type:
+            text = _decode(body, ctype_params.get("charset"))
+            if any(k == name for k, _ in params):
+                raise BadRequest(f"the {name} is both in the body and in the URL")
+        else:
+            shown = media or "no Content-Type"
+            raise UnsupportedMediaType(
+                f"{shown} is not supported here: send {FORM} or {direct_type}",
+                supported=[FORM, direct_type],
+            )
+    if text is None:
+        values = [v for k, v in params if k == name]
+        if len(values) > 1:
+            raise BadRequest(f"the request has {len(values)} '{name}' parameters; send exactly one")
+        text = values[0] if values else None
+    return text, params
+
+
+def _iris(params: list[tuple[str, str]], name: str) -> list[str] | None:
+    values = [v for k, v in params if k == name]
+    for value in values:
+        if not value or any(c in value for c in '<>"{}|^`\\ \n\t'):
+            raise BadRequest(f"{name} is not an IRI: {value!r}", parameter=name)
+    return values or None
+
+
+# ------------------------------------------------------------------- query
+
+
+async def query_endpoint(request: Request) -> Response:
+    """SPARQL 1.1 Protocol query operation (GET and POST)."""
+    text, params = await _operation(request, "query", QUERY_TYPE)
+    ranges = neg.parse_accept(request.headers.get("accept"))
+    if text is None:
+        if any(k == "update" for k, _ in params):
+            raise BadRequest("updates go to /sparql/update (POST)")
+        if request.method == "GET":
+            if neg.prefers_html(ranges):
+                return FileResponse(STATIC / "sparql.html", media_type="text/html")
+            explicit_rdf = [
+                f
+                for f in neg.GRAPH_FORMATS
+                if any(r.specificity == 2 and r.matches(f.media_type) and r.q > 0 for r in ranges)
+            ]
+            if explicit_rdf:
+                return _service_description(request, ranges)
+        raise BadRequest("the request has no 'query' parameter", parameter="query")
+    settings = get_settings(request)
+    check_remote_access(text, settings.service_allowlist)
+    req = {
+        "query": text,
+        "base_iri": str(request.url.replace(query="", fragment="")),
+        "default_graph": _iris(params, "default-graph-uri"),
+        "named_graphs": _iris(params, "named-graph-uri"),
+        "limit": settings.result_limit,
+        "prefixes": PREFIXES,
+        **_formats(params, ranges),
+    }
+    pool: QueryPool | None = request.app.state.query_pool
+    timeout = settings.query_timeout
+    try:
+        if pool is not None:
+            reply = await pool.run(req, timeout)
+            outcome: tuple = (
+                ("ok", reply.media_type, reply.body)
+                if reply.ok
+                else ("error", reply.error, reply.message)
+            )
+        else:
+            outcome = await asyncio.wait_for(
+                asyncio.to_thread(_run_in_thread, get_store(request), req), timeout
+            )
+    except (PoolTimeout, TimeoutError):
+        raise QueryTimeout(
+            f"the query ran longer than the limit of {timeout:g} s and was stopped",
+            limit=timeout,
+            setting="KG_QUERY_TIMEOUT",
+        ) from None
+    except PoolError as exc:
+        raise Problem(str(exc), status=500, slug="query-worker") from None
+    if outcome[0] == "ok":
+        return Response(outcome[2], media_type=outcome[1], headers={"Vary": "Accept"})
+    raise _error(outcome[1], outcome[2], settings.result_limit, ranges)
+
+
+def _formats(params: list[tuple[str, str]], ranges: list[neg.Range]) -> dict[str, str | None]:
+    """The media type to use for each result kind: by ``format`` parameter, else by Accept."""
+    names = [v for k, v in params if k == "format"]
+    if names:
+        chosen = {
+            "select_format": neg.by_name(names[-1], neg.SELECT_FORMATS),
+            "ask_format": neg.by_name(names[-1], neg.ASK_FORMATS),
+            "graph_format": neg.by_name(names[-1], neg.GRAPH_FORMATS),
+        }
+        if not any(chosen.values()):
+            known = sorted(
+                {n for t in (neg.SELECT_FORMATS, neg.GRAPH_FORMATS) for f in t for n in f.names}
+            )
+            raise BadRequest(
+                f"unknown format {names[-1]!r}; known: {', '.join(known)}", parameter="format"
+            )
+    else:
+        chosen = {
+            "select_format": neg.choose(ranges, neg.SELECT_FORMATS),
+            "ask_format": neg.choose(ranges, neg.ASK_FORMATS),
+            "graph_format": neg.choose(ranges, neg.GRAPH_FORMATS),
+        }
+    return {k: (f.media_type if f else None) for k, f in chosen.items()}
+
+
+def _run_in_thread(store: Any, req: dict[str, Any]) -> tuple:
+    """Evaluate on a (remote) store in this thread, with the same rendering as the workers."""
+    try:
+        result = store.query(
+            req["query"], default_graph=req["default_graph"], named_graphs=req["named_graphs"]
+        )
+        return render(result, req)
+    except SyntaxError as exc:
+        return ("error", "syntax", str(exc))
+    except (ValueError, TypeError) as exc:
+        return ("error", "evaluation", str(exc))
+    except OSError as exc:
+        return ("error", "store", str(exc))
+
+
+_POSITION = re.compile(r"error at (\d+):(\d+)")
+
+
+def syntax_problem(what: str, message: str) -> Problem:
+    """A 400 for a parse error, with the parser's line and column as fields."""
+    found = _POSITION.search(message)
+    where = {"line": int(found.group(1)), "column": int(found.group(2))} if found else {}
+    return QuerySyntaxError(f"the {what} does not parse: {message}", **where)
+
+
+def _error(kind: str, detail: Any, limit: int, ranges: list[neg.Range]) -> Problem:
+    if kind == "syntax":
+        return syntax_problem("query", str(detail))
+    if kind == "too_many":
+        return ResultTooLarge(
+            f"the result has {detail} rows, more than the limit of {limit}; "
+            "add LIMIT/OFFSET to page through it",
+            limit=limit,
+            rows=detail,
+            setting="KG_RESULT_LIMIT",
+        )
+    if kind == "not_acceptable":
+        table = {"boolean": neg.ASK_FORMATS, "solutions": neg.SELECT_FORMATS}.get(
+            detail, neg.GRAPH_FORMATS
+        )
+        return NotAcceptable(
+            "none of the accepted media types can carry this result",
+            available=[f.media_type for f in table],
+        )
+    if kind == "evaluation":
+        return BadRequest(f"the query cannot be evaluated: {detail}", slug="query-evaluation")
+    return Problem(
+        f"the store failed while evaluating the query: {detail}", status=500, slug="store-error"
+    )
+
+
+# ------------------------------------------------------- service description
+
+_SD = "http://www.w3.org/ns/sparql-service-description#"
+_FORMATS = "http://www.w3.org/ns/formats/"
+_RDF_TYPE = NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+_FORMAT_IRIS = {
+    "application/sparql-results+json": "SPARQL_Results_JSON",
+    "application/sparql-results+xml": "SPARQL_Results_XML",
+    "text/csv": "SPARQL_Results_CSV",
+    "text/tab-separated-values": "SPARQL_Results_TSV",
+    "text/turtle": "Turtle",
+    "application/n-triples": "N-Triples",
+    "application/rdf+xml": "RDF_XML",
+    "application/ld+json": "JSON-LD",
+    "application/n-quads": "N-Quads",
+    "application/trig": "TriG",
+}
+
+
+def _service_description(request: Request, ranges: list[neg.Range]) -> Response:
+    fmt = neg.choose(ranges, neg.GRAPH_FORMATS)
+    if fmt is None:
+        raise NotAcceptable("no acceptable RDF format for the service description")
+    settings = get_settings(request)
+    endpoint = NamedNode(str(request.url.replace(query="", fragment="")))
+    service = NamedNode(endpoint.value + "#service")
+
+    def sd(name: str) -> NamedNode:
+        return NamedNode(_SD + name)
+
+    triples = [
+        Triple(service, _RDF_TYPE, sd("Service")),
+        Triple(service, sd("endpoint"), endpoint),
+        Triple(service, sd("supportedLanguage"), sd("SPARQL11Query")),
+        Triple(service, sd("feature"), sd("UnionDefaultGraph")),
+        Triple(service, sd("feature"), sd("BasicFederatedQuery")),
+        Triple(
+            service,
+            NamedNode("http://www.w3.org/2000/01/rdf-schema#comment"),
+            Literal(
+                f"Read-only unless an update token is configured; queries time out after "
+                f"{settings.query_timeout:g} s and return at most {settings.result_limit} rows."
+            ),
+        ),
+    ]
+    if settings.writable:
+        triples.append(Triple(service, sd("supportedLanguage"), sd("SPARQL11Update")))
+    for media in _FORMAT_IRIS.values():
+        triples.append(Triple(service, sd("resultFormat"), NamedNode(_FORMATS + media)))
+    out = io.BytesIO()
+    serialize(triples, out, fmt.pyoxigraph, prefixes={"sd": _SD, "formats": _FORMATS})
+    return Response(out.getvalue(), media_type=fmt.media_type, headers={"Vary": "Accept"})
+
+
+# ------------------------------------------------------------------ update
+
+
+async def update_endpoint(request: Request) -> Response:
+    """SPARQL 1.1 Protocol update operation (POST only, update token required)."""
+    check_update_token(request)
+    store = get_store(request)
+    if store.read_only:
+        raise Forbidden("the store is open read-only", slug="read-only")
+    text, params = await _operation(request, "update", UPDATE_TYPE)
+    if text is None:
+        raise BadRequest("the request has no 'update' parameter", parameter="update")
+    settings = get_settings(request)
+    check_remote_access(text, settings.service_allowlist)
+    text = apply_update_dataset(
+        text, _iris(params, "using-graph-uri") or [], _iris(params, "using-named-graph-uri") or []
+    )
+    base = str(request.url.replace(query="", fragment=""))
+    lock: asyncio.Lock = request.app.state.write_lock
+    async with lock:
+        try:
+            await asyncio.to_thread(_update, store, text, base)
+        except SyntaxError as exc:
+            raise syntax_problem("update", str(exc)) from None
+        except ValueError as exc:
+            raise BadRequest(
+                f"the update cannot be applied: {exc}", slug="update-evaluation"
+            ) from None
+        finally:
+            store_written(request)
+    return Response(status_code=204)
+
+
+def _update(store: Any, text: str, base: str) -> None:
+    raw = getattr(store, "raw", None)
+    if raw is not None:
+        # The embedded store: pyoxigraph resolves relative IRIs against the endpoint.
+        raw.update(text, base_iri=base)
+        store.flush()
+    else:
+        store.update(text)
+
+
+# ---------------------------------------------------------------- examples
+
+
+async def examples_endpoint(request: Request) -> Response:
+    """The editor's prefixes and example queries, read from ``queries/*.rq``."""
+    examples = []
+    for path in sorted(queries_dir().glob("*.rq")):
+        text = path.read_text(encoding="utf-8")
+        header = {}
+        for line in text.splitlines():
+            if not line.startswith("#"):
+                break
+            key, sep, value = line[1:].partition(":")
+            if sep:
+                header[key.strip().lower()] = value.strip()
+        examples.append(
+            {
+                "name": path.stem,
+                "title": header.get("title", path.stem),
+                "description": header.get("description", ""),
+                "query": text,
+            }
+        )
+    return JSONResponse({"prefixes": PREFIXES, "examples": examples})
+
+
+router.add_route("/sparql", query_endpoint, methods=["GET", "POST"], include_in_schema=False)
+router.add_route("/sparql/update", update_endpoint, methods=["POST"], include_in_schema=False)
+router.add_route("/sparql/examples", examples_endpoint, methods=["GET"], include_in_schema=False)

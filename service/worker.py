@@ -1,0 +1,181 @@
+"""A query worker process: ``python -m service.worker STORE_DIR GENERATION``.
+
+It opens the embedded store read-only, then answers framed requests on stdin
+with framed replies on its original stdout (4-byte big-endian length + pickle).
+Each reply is the serialized result in the format the parent chose, or an
+error tuple. Rows are counted in here, so the parent can refuse an oversized
+result (413) without evaluating the query twice: SELECT results are first
+written as TSV (one line per row) and CONSTRUCT results as N-Triples (one line
+per triple), then converted by pyoxigraph only when another format was asked for.
+
+It imports nothing but pyoxigraph, so it starts fast and a killed worker (on a
+timeout) is cheap to replace.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import struct
+import sys
+from typing import Any
+
+from pyoxigraph import (
+    NamedNode,
+    QueryBoolean,
+    QueryResultsFormat,
+    QuerySolutions,
+    QueryTriples,
+    RdfFormat,
+    Store,
+    parse,
+    parse_query_results,
+    serialize,
+)
+
+_HEADER = struct.Struct(">I")
+
+
+def read_frame(stream: Any) -> Any:
+    """One pickled object from a binary stream, or None at end of input."""
+    head = stream.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(head)
+    return pickle.loads(stream.read(size))
+
+
+def write_frame(stream: Any, obj: Any) -> None:
+    """Write one pickled object to a binary stream."""
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+class Evaluator:
+    """Holds the read-only store handle; reopens it when the parent says the store changed."""
+
+    def __init__(self, path: str, generation: int) -> None:
+        self.path = path
+        self.generation = generation
+        self.store = Store.read_only(path)
+
+    def reopen(self, path: str, generation: int) -> None:
+        """Open a fresh handle on ``path``, which holds the store as of ``generation``."""
+        self.store = Store.read_only(path)
+        self.path = path
+        self.generation = generation
+
+    def run(self, req: dict[str, Any]) -> tuple:
+        """Evaluate one request; return ("ok", media_type, body) or ("error", kind, message)."""
+        if req["generation"] != self.generation or req["path"] != self.path:
+            self.reopen(req["path"], req["generation"])
+        try:
+            return self._run(req)
+        except OSError:
+            # A store error may come from a stale handle: reopen once and retry
+            # before reporting it.
+            self.reopen(req["path"], req["generation"])
+            return self._run(req)
+
+    def _run(self, req: dict[str, Any]) -> tuple:
+        default_graph = req["default_graph"]
+        named = req["named_graphs"]
+        result = self.store.query(
+            req["query"],
+            base_iri=req["base_iri"],
+            use_default_graph_as_union=default_graph is None,
+            default_graph=[NamedNode(g) for g in default_graph]
+            if default_graph is not None
+            else None,
+            named_graphs=[NamedNode(g) for g in named] if named is not None else None,
+        )
+        return render(result, req)
+
+
+def render(result: QueryBoolean | QuerySolutions | QueryTriples, req: dict[str, Any]) -> tuple:
+    """Serialize a query result in the format ``req`` chose for its kind, counting
+    rows against ``req["limit"]``; ("ok", media_type, body) or ("error", kind, detail)."""
+    limit: int = req["limit"]
+    if isinstance(result, QueryBoolean):
+        fmt = req["ask_format"]
+        if fmt is None:
+            return ("error", "not_acceptable", "boolean")
+        return ("ok", fmt, result.serialize(format=_results_format(fmt)))
+    if isinstance(result, QuerySolutions):
+        fmt = req["select_format"]
+        if fmt is None:
+            return ("error", "not_acceptable", "solutions")
+        tsv = result.serialize(format=QueryResultsFormat.TSV)
+        rows = tsv.count(b"\n") - 1
+        if rows > limit:
+            return ("error", "too_many", rows)
+        target = _results_format(fmt)
+        if target == QueryResultsFormat.TSV:
+            return ("ok", fmt, tsv)
+        return (
+            "ok",
+            fmt,
+            parse_query_results(tsv, QueryResultsFormat.TSV).serialize(format=target),
+        )
+    fmt = req["graph_format"]
+    if fmt is None:
+        return ("error", "not_acceptable", "triples")
+    nt = result.serialize(format=RdfFormat.N_TRIPLES)
+    triples = nt.count(b"\n")
+    if triples > limit:
+        return ("error", "too_many", triples)
+    target = _rdf_format(fmt)
+    if target == RdfFormat.N_TRIPLES:
+        return ("ok", fmt, nt)
+    out = io.BytesIO()
+    quads = parse(nt, RdfFormat.N_TRIPLES)
+    if target.supports_datasets:
+        serialize(quads, out, target)
+    else:
+        serialize((q.triple for q in quads), out, target, prefixes=req.get("prefixes") or None)
+    return ("ok", fmt, out.getvalue())
+
+
+def _results_format(media_type: str) -> QueryResultsFormat:
+    fmt = QueryResultsFormat.from_media_type(media_type)
+    assert fmt is not None, media_type
+    return fmt
+
+
+def _rdf_format(media_type: str) -> RdfFormat:
+    fmt = RdfFormat.from_media_type(media_type)
+    assert fmt is not None, media_type
+    return fmt
+
+
+def main() -> None:
+    """Serve requests until stdin closes."""
+    # The protocol owns the original stdout; anything printed goes to stderr.
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    inp = sys.stdin.buffer
+    try:
+        evaluator = Evaluator(sys.argv[1], int(sys.argv[2]))
+    except OSError as exc:
+        write_frame(out, ("failed", str(exc)))
+        return
+    write_frame(out, ("ready", os.getpid()))
+    while True:
+        req = read_frame(inp)
+        if req is None:
+            return
+        try:
+            reply = evaluator.run(req)
+        except SyntaxError as exc:
+            reply = ("error", "syntax", str(exc))
+        except OSError as exc:
+            reply = ("error", "store", str(exc))
+        except (ValueError, TypeError, RuntimeError) as exc:
+            reply = ("error", "evaluation", str(exc))
+        write_frame(out, reply)
+
+
+if __name__ == "__main__":
+    main()
