@@ -30,7 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal as TypingLiteral
+from typing import Any
+from typing import Literal as TypingLiteral
 
 from pyoxigraph import Literal, NamedNode, QueryBoolean, QuerySolutions, Store, Variable
 
@@ -307,7 +308,9 @@ class QueryRegistry:
         """Every query, internal ones too."""
         return list(self._queries.values())
 
-    def bind(self, name: str, params: Mapping[str, object], *, strict: bool = True) -> dict[str, Term]:
+    def bind(
+        self, name: str, params: Mapping[str, object], *, strict: bool = True
+    ) -> dict[str, Term]:
         """Validated substitutions for a query: defaults filled, each value converted.
 
         ``strict``: a parameter the query does not declare is an error.
