@@ -314,5 +314,89 @@ def validate(store: str, max_report: int) -> None:
         sys.exit(1)
 
 
+# ---------------------------------------------------------------- serve
+
+
+@main.command()
+@STORE_OPTION
+@click.option("--host", envvar="KG_HOST", default="127.0.0.1", show_default=True,
+              help="Interface to listen on. Env: KG_HOST.")
+@click.option("--port", envvar="KG_PORT", default=8000, show_default=True, type=int,
+              help="TCP port. Env: KG_PORT.")
+@click.option("--workers", envvar="KG_WORKERS", default=1, show_default=True, type=int,
+              help="uvicorn processes; >1 opens an embedded store read-only. Env: KG_WORKERS.")
+@click.option("--update-token", envvar="KG_UPDATE_TOKEN", default=None,
+              help="Bearer token enabling writes; unset = read-only. Env: KG_UPDATE_TOKEN.")
+@click.option("--query-timeout", envvar="KG_QUERY_TIMEOUT", default=10.0, show_default=True,
+              type=float, help="Seconds before a SPARQL query is stopped. Env: KG_QUERY_TIMEOUT.")
+@click.option("--result-limit", envvar="KG_RESULT_LIMIT", default=100_000, show_default=True,
+              type=int, help="Most rows/triples one query may return. Env: KG_RESULT_LIMIT.")
+@click.option("--query-workers", envvar="KG_QUERY_WORKERS", default=2, show_default=True,
+              type=int, help="Query processes per uvicorn worker. Env: KG_QUERY_WORKERS.")
+@click.option("--cors-origin", "cors_origins", multiple=True,
+              help="Origin allowed by CORS (repeatable; default any). Env: KG_CORS_ORIGINS.")
+@click.option("--allow-service", "service_allowlist", multiple=True,
+              help="IRI SPARQL SERVICE/LOAD may name (repeatable). Env: KG_SERVICE_ALLOWLIST.")
+@click.option("--no-sample", is_flag=True, help="Do not ingest the sample into an empty store.")
+def serve(
+    store: str, host: str, port: int, workers: int, update_token: str | None,
+    query_timeout: float, result_limit: int, query_workers: int,
+    cors_origins: tuple[str, ...], service_allowlist: tuple[str, ...], no_sample: bool,
+) -> None:
+    """Serve SPARQL 1.1 and the REST API over the store (read-only without a token)."""
+    import os
+
+    import uvicorn
+
+    from service.settings import Settings
+
+    overrides: dict[str, Any] = {
+        "store": store, "host": host, "port": port, "workers": workers,
+        "update_token": update_token or None, "query_timeout": query_timeout,
+        "result_limit": result_limit, "query_workers": query_workers,
+    }
+    if cors_origins:
+        overrides["cors_origins"] = cors_origins
+    if service_allowlist:
+        overrides["service_allowlist"] = service_allowlist
+    remote = store.startswith(("http://", "https://"))
+    if workers > 1 and not remote:
+        overrides["read_only"] = True  # RocksDB allows one writer: every worker reads only
+    try:
+        settings = Settings.from_env(**overrides)
+    except ValueError as exc:
+        _fail(str(exc))
+        return
+    if not remote and not no_sample:
+        _build_sample_if_empty(store)
+    # uvicorn workers are separate processes: they rebuild the settings from these variables.
+    os.environ.update(settings.to_env())
+    click.echo(f"kg: serving {store} on http://{host}:{port} "
+               f"({'read-write' if settings.writable else 'read-only'})", err=True)
+    uvicorn.run("service.app:app_from_env", factory=True, host=host, port=port,
+                workers=workers, access_log=False, log_level="warning")
+
+
+def _build_sample_if_empty(location: str) -> None:
+    """First start: an empty (or missing) embedded store gets the bundled sample."""
+    from kg.store import EmbeddedStore
+
+    path = Path(location)
+    if (path / "CURRENT").exists():
+        graph = EmbeddedStore(path, read_only=True)
+        has_papers = next(iter(graph.paper_ids()), None) is not None
+        graph.close()
+        if has_papers:
+            return  # the common case: start at once, no ontology reload or ingest
+    from kg.ingest import default_extractor
+    from kg.ingest import ingest as run_ingest
+
+    click.echo(f"kg: the store at {path} is empty: ingesting the bundled sample", err=True)
+    graph = _open(location)
+    report = run_ingest([str(p) for p in sample_corpus()], graph, extractor=default_extractor())
+    graph.close()
+    click.echo(f"kg: ingested {report.stored:,} papers", err=True)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
