@@ -132,9 +132,10 @@ def train(
     dev_path: str | Path,
     output: str | Path,
     *,
-    epochs: int = 30,
-    patience: int = 6,
+    epochs: int = 40,
+    patience: int = 8,
     dropout: float = 0.25,
+    learn_rate: float = 0.0005,
     seed: int = 0,
     log: Callable[[str], None] = print,
 ) -> dict[str, float]:
@@ -146,7 +147,7 @@ def train(
     rng = random.Random(seed)
     keep = {"ner"}
     base = spacy.load(BASE_PIPELINE)
-    nlp = spacy.load(BASE_PIPELINE, exclude=[p for p in base.pipe_names if p not in keep])
+    nlp = spacy.load(BASE_PIPELINE, exclude=[p for p in base.component_names if p not in keep])
     del base
     ner = nlp.get_pipe("ner")
     for label in TRAIN_LABELS:
@@ -155,13 +156,15 @@ def train(
     dev_docs = read_scierc(dev_path)
     examples = [_example(nlp, d) for d in train_docs]
     optimizer = nlp.resume_training()
-    best_f1, best_epoch, best: dict[str, float] = -1.0, -1, {}
+    optimizer.learn_rate = learn_rate
+    best: dict[str, float] = {}
+    best_f1, best_epoch = -1.0, -1
     output = Path(output)
     for epoch in range(1, epochs + 1):
         started = time.perf_counter()
         rng.shuffle(examples)
         losses: dict[str, float] = {}
-        for batch in minibatch(examples, size=compounding(4.0, 16.0, 1.05)):
+        for batch in minibatch(examples, size=compounding(4.0, 32.0, 1.02)):
             nlp.update(batch, drop=dropout, sgd=optimizer, losses=losses)
         scores = evaluate_ner(nlp, dev_docs)["ALL"]
         log(

