@@ -24,13 +24,14 @@ from typing import Annotated, Any
 from urllib.parse import quote, unquote
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
+from fastapi.responses import RedirectResponse
 from pydantic import BaseModel, Field
 from pyoxigraph import Literal, NamedNode, QuerySolutions
 
 from kg.model import ClaimKind, EntityType, Rejected
 from kg.queries import MAX_STRING, ParameterError, UnknownQuery, default_registry
 from kg.store import GraphStore, QueryResult
-from kg.vocab import CLAIM_KINDS, ID_PREFIX, KG, entity_iri, paper_iri
+from kg.vocab import CLAIM_KINDS, ID_PREFIX, KG, entity_iri, paper_graph, paper_iri
 from service import negotiation
 from service.deps import get_store, require_update_token
 from service.errors import InvalidParameter, NotAcceptable, NotFound
@@ -301,7 +302,15 @@ def run(store: GraphStore, name: str, **params: object) -> QueryResult:
     try:
         return default_registry().run(store, name, params)
     except ParameterError as exc:
-        raise InvalidParameter(str(exc), parameter=exc.parameter) from None
+        raise invalid(exc.parameter, exc.message) from None
+
+
+def invalid(parameter: str, message: str, *, where: str = "query") -> InvalidParameter:
+    """A 422 naming the parameter, in the same shape as FastAPI's validation errors."""
+    return InvalidParameter(
+        f"invalid parameter: {parameter}: {message}",
+        errors=[{"parameter": parameter, "in": where, "message": message}],
+    )
 
 
 def solutions(store: GraphStore, name: str, **params: object) -> QuerySolutions:
@@ -386,9 +395,9 @@ def _check_text(name: str, value: str | None) -> str | None:
     if value is None:
         return None
     if not value.strip():
-        raise InvalidParameter(f"{name} is empty", parameter=name)
+        raise invalid(name, "is empty")
     if "\x00" in value:
-        raise InvalidParameter(f"{name} contains a NUL character", parameter=name)
+        raise invalid(name, "contains a NUL character")
     return value.strip()
 
 
@@ -406,7 +415,7 @@ def resolve_entity(
         try:
             NamedNode(value)
         except ValueError:
-            raise InvalidParameter(f"{parameter} is not a valid IRI", parameter=parameter) from None
+            raise invalid(parameter, "is not a valid IRI") from None
         return value
     typed = _TYPED_KEY.match(value)
     if typed and typed[1].lower() in types:
@@ -626,13 +635,16 @@ def get_paper(
     return detail
 
 
-def alternates(path: str) -> str:
+def alternates(path: str, json_href: str | None = None) -> str:
     """The ``Link`` header advertising a resource's other representations."""
-    return ", ".join(
+    links = [
         f'<{path}?format={name}>; rel="alternate"; type="{media}"'
         for name, media in (("html", "text/html"), ("ttl", "text/turtle"),
                             ("jsonld", "application/ld+json"))
-    )
+    ]
+    if json_href:
+        links.append(f'<{json_href}>; rel="alternate"; type="application/json"')
+    return ", ".join(links)
 
 
 def _extractor(request: Request) -> Any:
@@ -699,11 +711,9 @@ async def post_papers(
 
     records = body if isinstance(body, list) else [body]
     if not records:
-        raise InvalidParameter("the request holds no records", parameter="body")
+        raise invalid("body", "the request holds no records")
     if len(records) > MAX_RECORDS:
-        raise InvalidParameter(
-            f"at most {MAX_RECORDS} records per request, got {len(records)}", parameter="body"
-        )
+        raise invalid("body", f"at most {MAX_RECORDS} records per request, got {len(records)}")
     items = [_from_object(obj, "request", n) for n, obj in enumerate(records, start=1)]
     ids = [i.id for i in items if not isinstance(i, Rejected)]
     extractor = await asyncio.to_thread(_extractor, request)
@@ -735,8 +745,9 @@ async def post_papers(
         results.append(entry)
     if not ids:
         raise InvalidParameter(
-            "no record could be used", parameter="body",
-            errors=[{"record": r["record"], "reason": r["reason"]} for r in results],
+            "invalid parameter: body: no record could be used",
+            errors=[{"parameter": "body", "in": "body", "record": r["record"],
+                     "message": r["reason"]} for r in results],
         )
     if not report.added and not report.updated:
         response.status_code = 200
@@ -909,7 +920,7 @@ def list_claims(
     paper, sentence, offsets into the abstract, subject, metric, dataset and
     stated values. Entity filters accept an IRI, ``type/key``, key or label."""
     if min_value is not None and max_value is not None and min_value > max_value:
-        raise InvalidParameter("min_value is greater than max_value", parameter="min_value")
+        raise invalid("min_value", "is greater than max_value")
     filters: dict[str, str | None] = {}
     params: dict[str, object] = {}
     for name, value, type_name in (("subject", subject, None), ("metric", metric, "metric"),
@@ -1042,8 +1053,7 @@ def run_query(
     if format is not None:
         fmt = negotiation.by_name(format, table)
         if fmt is None:
-            raise InvalidParameter(f"format {format!r} is not available for this query",
-                                   parameter="format")
+            raise invalid("format", f"{format!r} is not available for this query")
     else:
         fmt = negotiation.choose(negotiation.parse_accept(request.headers.get("accept")), table)
         if fmt is None:
@@ -1054,7 +1064,7 @@ def run_query(
     try:
         result = default_registry().run(store, query.name, params)
     except ParameterError as exc:
-        raise InvalidParameter(str(exc), parameter=exc.parameter) from None
+        raise invalid(exc.parameter, exc.message) from None
     body = result.serialize(format=fmt.pyoxigraph)
     return Response(body, media_type=fmt.media_type)
 
@@ -1066,9 +1076,120 @@ def _query_params(query: Mapping[str, str]) -> dict[str, str]:
             continue
         values = query.getlist(key) if hasattr(query, "getlist") else [query[key]]
         if len(values) > 1:
-            raise InvalidParameter(f"parameter {key!r} is given more than once", parameter=key)
+            raise invalid(key, f"parameter {key!r} is given more than once")
         params[key] = values[0]
     return params
+
+
+# ---------------------------------------------------------------- dereferencing
+
+_DEREF_FORMATS = negotiation.GRAPH_FORMATS[:4]  # Turtle, N-Triples, RDF/XML, JSON-LD
+_DEREF_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "The resource as HTML, Turtle, N-Triples, RDF/XML or JSON-LD",
+          "content": {"text/html": {}, "text/turtle": {}, "application/ld+json": {}}},
+    303: {"description": "`Accept: application/json` (or `format=json`): see the REST resource"},
+    404: {"description": "Not in the graph"},
+    406: {"description": "No acceptable representation"},
+}
+DerefFormat = Annotated[
+    str | None,
+    Query(max_length=100, description="html, ttl, nt, rdf, jsonld or json; wins over Accept"),
+]
+
+
+def _representation(request: Request, format: str | None) -> str | negotiation.Format:
+    """``"html"``, ``"json"`` or the RDF format a dereferencing request asks for."""
+    if format is not None:
+        name = format.strip().lower()
+        if name in {"html", "text/html"}:
+            return "html"
+        if name in {"json", "application/json"}:
+            return "json"
+        fmt = negotiation.by_name(name, _DEREF_FORMATS)
+        if fmt is None:
+            raise invalid("format", f"{format!r} is not one of html, ttl, nt, rdf, jsonld, json")
+        return fmt
+    ranges = negotiation.parse_accept(request.headers.get("accept"))
+    if negotiation.prefers_html(ranges):
+        return "html"
+    fmt = negotiation.choose(ranges, _DEREF_FORMATS)
+    if fmt is not None:
+        return fmt
+    # parse_accept reads application/json as SPARQL results JSON: here it means our JSON.
+    if negotiation.quality(ranges, "application/sparql-results+json") > 0:
+        return "json"
+    raise NotAcceptable("available: text/html, text/turtle, application/n-triples, "
+                        "application/rdf+xml, application/ld+json, application/json")
+
+
+def _deref(
+    request: Request, store: GraphStore, format: str | None, *, path: str, json_href: str,
+    html: Any, describe: tuple[str, dict[str, object]],
+) -> Response:
+    wanted = _representation(request, format)
+    headers = {"Vary": "Accept", "Link": alternates(path, json_href)}
+    if wanted == "json":
+        return RedirectResponse(json_href, status_code=303, headers=headers)
+    if wanted == "html":
+        from service import pages
+
+        return Response(html(pages), media_type="text/html; charset=utf-8", headers=headers)
+    assert isinstance(wanted, negotiation.Format)
+    from pyoxigraph import serialize
+
+    from kg.vocab import PREFIXES
+
+    name, params = describe
+    triples = list(run(store, name, **params))
+    body = serialize(triples, format=wanted.pyoxigraph, prefixes=PREFIXES)
+    return Response(body, media_type=wanted.media_type, headers=headers)
+
+
+@router.get("/id/paper/{paper_id:path}", tags=["linked data"], summary="Dereference a paper IRI",
+            response_class=Response, responses=_DEREF_RESPONSES)
+def deref_paper(
+    paper_id: Annotated[str, Path(max_length=MAX_STRING)],
+    request: Request,
+    store: Annotated[GraphStore, Depends(get_store)],
+    format: DerefFormat = None,
+) -> Response:
+    """The paper ``https://w3id.org/mlkg/id/paper/{id}`` by content negotiation:
+    HTML for browsers, Turtle, N-Triples, RDF/XML or JSON-LD (the paper's named
+    graph plus its entities' labels), or a 303 to ``/papers/{id}`` for
+    ``application/json``. Served directly (no redirect) with ``Vary: Accept``."""
+    detail = paper_detail(store, paper_id)
+    if detail is None:
+        raise NotFound(f"no paper with id {paper_id!r}", slug="unknown-paper")
+    path = "/id/paper/" + quote(paper_id, safe="")
+    json_href = paper_href(paper_id)
+    return _deref(
+        request, store, format, path=path, json_href=json_href,
+        html=lambda pages: pages.paper_page(detail, path=path, json_href=json_href),
+        describe=("describe-paper", {"graph": paper_graph(paper_id)}),
+    )
+
+
+@router.get("/id/{type}/{key:path}", tags=["linked data"], summary="Dereference an entity IRI",
+            response_class=Response, responses=_DEREF_RESPONSES)
+def deref_entity(
+    type: EntityKind,
+    key: Annotated[str, Path(max_length=MAX_STRING)],
+    request: Request,
+    store: Annotated[GraphStore, Depends(get_store)],
+    format: DerefFormat = None,
+) -> Response:
+    """The entity ``https://w3id.org/mlkg/id/{type}/{key}`` by content negotiation,
+    as for papers; ``application/json`` gets a 303 to ``/entities/{type}/{key}``."""
+    detail = entity_detail(store, type.value, key)
+    if detail is None:
+        raise NotFound(f"no {type.value} with key {key!r}", slug="unknown-entity")
+    path = f"/id/{type.value}/{quote(key, safe='')}"
+    json_href = detail["href"]
+    return _deref(
+        request, store, format, path=path, json_href=json_href,
+        html=lambda pages: pages.entity_page(detail, path=path, json_href=json_href),
+        describe=("describe-entity", {"entity": detail["iri"]}),
+    )
 
 
 __all__ = ["entity_detail", "paper_detail", "router"]
