@@ -314,6 +314,54 @@ def validate(store: str, max_report: int) -> None:
         sys.exit(1)
 
 
+# ---------------------------------------------------------------- graph
+
+
+@main.command()
+@click.option("--format", "fmt", default="graphml", show_default=True,
+              type=click.Choice(["graphml", "gexf", "cytoscape", "d3", "dot", "csv"]),
+              help="Export format (see docs/visualisation.md).")
+@click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write to this file (default: standard output).")
+@click.option("--focus", default=None, help="Paper or entity (IRI, task/KEY, paper id, or key).")
+@click.option("--depth", default=1, show_default=True, type=int, help="Hops around --focus (1-3).")
+@click.option("--types", default=None, help="Node types, e.g. Task,Method,Paper (default: all).")
+@click.option("--min-support", default=1, show_default=True, type=int,
+              help="Least number of papers behind an edge.")
+@click.option("--limit", default=None, type=int, help="Most nodes; the most supported are kept.")
+@click.option("--projection", default="bipartite", show_default=True,
+              type=click.Choice(["bipartite", "entity"]),
+              help="bipartite: papers and entities; entity: entity co-occurrence.")
+@STORE_OPTION
+def graph(fmt: str, out: Path | None, focus: str | None, depth: int, types: str | None,
+          min_support: int, limit: int | None, projection: str, store: str) -> None:
+    """Export the graph (or a neighbourhood) for Gephi, Cytoscape, yEd, Graphviz or D3."""
+    from kg.exporters import exporter
+    from kg.graphview import GraphRequest, GraphViewError, build_graph, parse_types
+
+    try:
+        request = GraphRequest(focus=focus, depth=depth, types=parse_types(types),
+                               min_support=min_support, limit=limit,
+                               projection=projection)  # type: ignore[arg-type]
+        drawn = build_graph(_open(store, read_only=not store.startswith("http")), request)
+    except GraphViewError as exc:
+        _fail(f"--{exc.param.replace('_', '-')}: {exc}")
+        return
+    data = exporter(fmt).write(drawn)
+    if out is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        try:
+            out.write_bytes(data)
+        except OSError as exc:
+            _fail(f"cannot write {out}: {exc.strerror}")
+    note = f"kg: {drawn.number_of_nodes():,} nodes, {drawn.number_of_edges():,} edges"
+    if drawn.graph["truncated"]:
+        note += f" (cut from {drawn.graph['total_nodes']:,} nodes by --limit)"
+    click.echo(note, err=True)
+
+
 # ---------------------------------------------------------------- serve
 
 

@@ -117,8 +117,9 @@ def write_cytoscape(graph: nx.DiGraph) -> bytes:
     data["data"] = dict(graph.graph)  # networkx gives a list of pairs; Cytoscape wants an object
     for node in data["elements"]["nodes"]:
         node["data"].pop("value", None)  # the same IRI again as the node key
-    for index, edge in enumerate(data["elements"]["edges"]):
-        edge["data"]["id"] = f"e{index}"
+    for edge in data["elements"]["edges"]:
+        # Stable ids (one edge per ordered pair), so graphs fetched separately merge.
+        edge["data"]["id"] = f"{edge['data']['source']} {edge['data']['target']}"
     return _json(data)
 
 
