@@ -581,7 +581,8 @@ def _claim(s: Any) -> dict[str, Any]:
 
 
 def _claims(result: QuerySolutions, *, offset: int = 0, limit: int | None = None,
-            counter: list[int] | None = None) -> Iterator[dict[str, Any]]:
+            counter: list[int] | None = None, with_paper: bool = False,
+            ) -> Iterator[dict[str, Any]]:
     """Group claim rows (one per stated value) into claims; rows come ordered by claim.
 
     Only claims of the page are converted; ``counter`` receives the total."""
@@ -599,7 +600,7 @@ def _claims(result: QuerySolutions, *, offset: int = 0, limit: int | None = None
             seen_values = set()
             if index >= offset and (limit is None or index < offset + limit):
                 current = _claim(s)
-                if "id" in s and s["id"] is not None:
+                if with_paper:
                     current["paper"] = paper_summary(s["paper"], s["id"], s["title"])
         if current is not None and s["value"] is not None and s["value"].value not in seen_values:
             seen_values.add(s["value"].value)
@@ -939,7 +940,7 @@ def list_claims(
         params["max_value"] = max_value
     counter: list[int] = []
     items = list(_claims(solutions(store, "claims", **params), offset=offset, limit=limit,
-                         counter=counter))
+                         counter=counter, with_paper=True))
     return {**page_links(request, counter[0], limit, offset), "filters": filters, "items": items}
 
 
