@@ -24,7 +24,7 @@ dask-jobqueue), and its LocalCluster makes the multi-process test cheap.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any
 
@@ -65,22 +65,26 @@ class ExtractorPlugin(_WorkerPlugin):  # type: ignore[misc,valid-type]
 
     name = PLUGIN_NAME
 
-    def __init__(self) -> None:
+    def __init__(self, factory: Callable[[], PaperExtractor] | None = None) -> None:
+        """``factory`` builds the extractor on the worker (default: the spaCy one)."""
+        self.factory = factory
         self.extractor: Any = None
         self.version = ""
         self.loads = 0
-        self.lock = threading.Lock()
+        self.lock: threading.Lock | None = None  # made on the worker: locks do not pickle
 
     def setup(self, worker: Any) -> None:
         """Load the model (once per worker process)."""
         from kg.ingest import extractor_version
 
-        self.extractor = default_extractor(n_process=1)
+        self.lock = threading.Lock()
+        self.extractor = self.factory() if self.factory else default_extractor(n_process=1)
         self.version = extractor_version(self.extractor)
         self.loads += 1
 
     def extract(self, records: list[Record]) -> list[PaperExtraction]:
         """Extract one batch (one thread at a time: a spaCy pipeline is not thread-safe)."""
+        assert self.lock is not None, "the plugin was not set up on this worker"
         with self.lock:
             return list(self.extractor.extract(records))
 
@@ -103,15 +107,18 @@ class DaskExtractor:
         batch_size: int = 32,
         in_flight: int | None = None,
         local_workers: int = 2,
+        factory: Callable[[], PaperExtractor] | None = None,
     ) -> None:
         """Connect to ``scheduler`` (``tcp://host:8786``), or start a local cluster of
         ``local_workers`` single-threaded worker processes when it is None.
         ``in_flight`` bounds the batches submitted and not yet yielded
-        (default: twice the cluster's worker threads)."""
+        (default: twice the cluster's worker threads). ``factory``, a picklable
+        callable, builds each worker's extractor (default: the spaCy one)."""
         self.scheduler = scheduler
         self.batch_size = batch_size
         self.in_flight = in_flight
         self.local_workers = max(1, local_workers)
+        self.factory = factory
         self._client: Any = None
         self._cluster: Any = None
         self._version: str | None = None
@@ -141,7 +148,7 @@ class DaskExtractor:
                 self._client = Client(self._cluster)
             if not sum(self._client.nthreads().values()):
                 self._client.wait_for_workers(1, timeout=60)
-            self._client.register_plugin(ExtractorPlugin(), name=PLUGIN_NAME)
+            self._client.register_plugin(ExtractorPlugin(self.factory), name=PLUGIN_NAME)
         return self._client
 
     def extract(self, records: Iterable[Record]) -> Iterator[PaperExtraction]:

@@ -337,7 +337,14 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def inject_values(sparql: str, variables: Sequence[str], rows: Sequence[Sequence[Term]]) -> str:
-    """``sparql`` with ``VALUES (?v…) { (t…) … }`` at the start of its top-level WHERE group.
+    """``sparql`` with ``VALUES (?v…) { (t…) … }`` opening each group of its WHERE clause.
+
+    The block goes at the start of the top-level WHERE group and of every group
+    nested in it (``OPTIONAL``, ``UNION`` branches, ``GRAPH``, ``FILTER EXISTS``,
+    sub-``SELECT``s): SPARQL evaluates groups bottom-up, so a ``FILTER`` inside a
+    ``UNION`` branch would not see a binding made only at the top, while
+    pyoxigraph's substitutions bind the variable everywhere. Joining the same
+    rows into every group gives the same answers.
 
     Terms must be pyoxigraph ``NamedNode``/``Literal`` objects and are written
     as escaped N-Triples, so no caller text is ever spliced in raw.
@@ -355,12 +362,19 @@ def inject_values(sparql: str, variables: Sequence[str], rows: Sequence[Sequence
         lines.append("(" + " ".join(str(t) for t in row) + ")")
     head = "(" + " ".join("?" + v for v in variables) + ")"
     block = f" VALUES {head} {{ {' '.join(lines)} }} "
-    opening, first, closing = _where_group(sparql)
-    if first == "SELECT":
+    top, groups, close, top_is_subselect = _where_groups(sparql)
+    edits = [(at + 1, block) for at in groups]
+    if top_is_subselect:
         # A group holding a sub-SELECT may hold nothing else: nest it.
-        return (sparql[:opening + 1] + block + "{ " + sparql[opening + 1:closing] + " }"
-                + sparql[closing:])
-    return sparql[:opening + 1] + block + sparql[opening + 1:]
+        edits += [(top + 1, block + "{ "), (close, " }")]
+    out = []
+    last = 0
+    for at, text in sorted(edits, key=lambda e: e[0]):
+        out.append(sparql[last:at])
+        out.append(text)
+        last = at
+    out.append(sparql[last:])
+    return "".join(out)
 
 
 def _tokens(sparql: str) -> Iterator[tuple[int, str]]:
@@ -391,36 +405,48 @@ def _tokens(sparql: str) -> Iterator[tuple[int, str]]:
             i += 1
 
 
-def _where_group(sparql: str) -> tuple[int, str, int]:
-    """The offsets of the ``{`` and ``}`` of the top-level WHERE group, and its first token."""
+def _where_groups(sparql: str) -> tuple[int, list[int], int, bool]:
+    """Where the WHERE clause's groups open.
+
+    Returns the offsets of the top-level group's ``{`` and ``}``, the offsets of
+    every ``{`` that may take a VALUES block (not data blocks, not groups that
+    hold a sub-SELECT), and whether the top-level group holds a sub-SELECT.
+    """
     form: str | None = None
-    last = ""
-    groups = 0
+    previous = ""
+    groups_at_top = 0
     depth = 0
-    opening = -1
-    first = ""
+    top = -1
+    opened: list[int] = []  # groups awaiting their first token
+    targets: list[int] = []
+    top_is_subselect = False
     for at, token in _tokens(sparql):
-        if opening >= 0 and not first:
-            first = token
+        for brace in opened:
+            if token == "SELECT":
+                top_is_subselect = top_is_subselect or brace == top
+            else:
+                targets.append(brace)
+        opened = []
         if token == "{":
             if depth == 0:
-                groups += 1
+                groups_at_top += 1
                 # CONSTRUCT's first group is its template, unless it is the
                 # short form CONSTRUCT WHERE { … }, which has no separate pattern.
-                if form == "CONSTRUCT" and groups == 1 and last == "WHERE":
+                if form == "CONSTRUCT" and groups_at_top == 1 and previous == "WHERE":
                     raise ValueError("bindings need CONSTRUCT { … } WHERE { … }, "
                                      "not the short form CONSTRUCT WHERE { … }")
-                if opening < 0 and not (form == "CONSTRUCT" and groups == 1):
-                    opening = at
+                if top < 0 and not (form == "CONSTRUCT" and groups_at_top == 1):
+                    top = at
+            if top >= 0 and previous != "VALUES":  # a VALUES data block is not a group
+                opened.append(at)
             depth += 1
         elif token == "}":
             depth -= 1
-            if depth == 0 and opening >= 0:
-                return opening, first, at
-        elif depth == 0:
-            if form is None and token in ("SELECT", "CONSTRUCT", "ASK", "DESCRIBE"):
-                form = token
-            last = token
+            if depth == 0 and top >= 0:
+                return top, targets, at, top_is_subselect
+        elif depth == 0 and form is None and token in ("SELECT", "CONSTRUCT", "ASK", "DESCRIBE"):
+            form = token
+        previous = token
     raise ValueError("the query has no WHERE group to bind values in")
 
 
