@@ -786,11 +786,10 @@ async def delete_paper(
 # ---------------------------------------------------------------- entities
 
 
-def entity_counts(
-    rows: list[Any],
-) -> list[dict[str, Any]]:
+def entity_counts(rows: list[Any], var: str = "entity") -> list[dict[str, Any]]:
+    """Entity references with their ``papers`` count, from query solutions."""
     return [
-        {**entity_ref(s["entity"].value, s["type"], s["label"]), "papers": py(s["papers"])}
+        {**entity_ref(s[var].value, s["type"], s["label"]), "papers": py(s["papers"])}
         for s in rows
     ]
 
@@ -859,7 +858,7 @@ def entity_detail(
     out["paper_count"] = len(papers)
     out["papers"] = list(papers.values())[:papers_limit]
     related: dict[str, list[dict[str, Any]]] = {t + "s": [] for t in TYPES}
-    for item in entity_counts(list(solutions(store, "related-entities", entity=iri))):
+    for item in entity_counts(list(solutions(store, "related-entities", entity=iri)), "other"):
         group = related.get(item["type"] + "s")
         if group is not None and len(group) < related_limit:
             group.append(item)
