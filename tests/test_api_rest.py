@@ -304,7 +304,9 @@ def test_run_named_query(client: TestClient) -> None:
         ("/queries/store/union-graph", 404, None),
     ],
 )
-def test_named_query_errors(client: TestClient, url: str, status: int, parameter: str | None) -> None:
+def test_named_query_errors(
+    client: TestClient, url: str, status: int, parameter: str | None
+) -> None:
     body = assert_problem(client.get(url), status)
     if parameter:
         assert any(e["parameter"] == parameter for e in body["errors"])

@@ -151,7 +151,9 @@ def test_injection_is_inert(sample_store: Path, hostile: str) -> None:
     """Hostile text is a literal to search for: it matches nothing and breaks nothing."""
     store = open_store(sample_store, read_only=True)
     try:
-        assert rows(default_registry().run(store, "search-papers", {"text": hostile})) == []
-        assert rows(default_registry().run(store, "entity-by-label", {"type": TASK, "label": hostile})) == []
+        registry = default_registry()
+        assert rows(registry.run(store, "search-papers", {"text": hostile})) == []
+        by_label = registry.run(store, "entity-by-label", {"type": TASK, "label": hostile})
+        assert rows(by_label) == []
     finally:
         store.close()
