@@ -81,10 +81,10 @@ def non_overlapping(
     return sorted(taken)
 
 
-def _example(nlp: Language, sdoc: SciercDoc) -> Example:
+def _example(nlp: Language, sdoc: SciercDoc, labels: Iterable[str] = TRAIN_LABELS) -> Example:
     doc = nlp.make_doc(sdoc.text)
     spans: list[Span] = []
-    for start, end, label in non_overlapping(sdoc.entities):
+    for start, end, label in non_overlapping(sdoc.entities, labels):
         span = doc.char_span(start, end, label=label, alignment_mode="expand")
         if span is not None and all(span.end <= s.start or span.start >= s.end for s in spans):
             spans.append(span)
@@ -137,6 +137,7 @@ def train(
     dropout: float = 0.25,
     learn_rate: float = 0.0005,
     seed: int = 0,
+    labels: tuple[str, ...] = TRAIN_LABELS,
     log: Callable[[str], None] = print,
 ) -> dict[str, float]:
     """Fine-tune the English NER on SciERC train; save the best epoch on dev to ``output``.
@@ -150,11 +151,11 @@ def train(
     nlp = spacy.load(BASE_PIPELINE, exclude=[p for p in base.component_names if p not in keep])
     del base
     ner = nlp.get_pipe("ner")
-    for label in TRAIN_LABELS:
+    for label in labels:
         ner.add_label(label)
     train_docs = read_scierc(train_path)
     dev_docs = read_scierc(dev_path)
-    examples = [_example(nlp, d) for d in train_docs]
+    examples = [_example(nlp, d, labels) for d in train_docs]
     optimizer = nlp.resume_training()
     optimizer.learn_rate = learn_rate
     best: dict[str, float] = {}

@@ -23,8 +23,17 @@ def best_long_form(short: str, long: str) -> int | None:
     """Schwartz–Hearst: where in ``long`` the long form of ``short`` starts, or None.
 
     Every letter/digit of the short form must appear in order in the long form
-    (scanning right to left), and the first one must begin a word.
+    (scanning right to left), and the first one must begin a word. Digits that
+    the long form lacks are forgiven ("PFT3A" for "Prior-Free Tabular Test-Time
+    Adaptation", where the 3 counts the Ts).
     """
+    found = _best_long_form(short, long)
+    if found is None and any(c.isdigit() for c in short[1:]):
+        found = _best_long_form(short[0] + "".join(c for c in short[1:] if not c.isdigit()), long)
+    return found
+
+
+def _best_long_form(short: str, long: str) -> int | None:
     s_index = len(short) - 1
     l_index = len(long) - 1
     while s_index >= 0:

@@ -20,6 +20,7 @@ Components write only to their own slots:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from importlib import resources
 from typing import Any
@@ -150,6 +151,8 @@ def make_lexicon(nlp: Language, name: str, *, lexicon: list[dict[str, Any]]) -> 
 _LEADING_DROP = frozenset(
     ["a", "an", "the", "our", "their", "its", "this", "these", "those", "such", "each", "every", "any", "some", "both", "several", "novel", "new", "proposed", "existing", "standard", "various", "different", "popular", "common", "typical", "simple", "efficient", "effective", "powerful", "recent", "prior", "previous", "modern", "classical", "conventional", "traditional", "current", "many", "most", "other", "same", "first", "second"]
 )
+_ENUMERATOR = re.compile(r"^(?:\d{1,2}|[ivx]{1,4}|[a-h])\)?$")
+_MATH = re.compile(r"[\^=∈≤≥<>/*√∑∏θ]|\d\)")
 _TRAILING_DROP = frozenset(["'s", "'", "-", ",", ";", ":", "(", ")", "[", "]"])
 
 
@@ -158,7 +161,10 @@ def trim_span(span: Span) -> Span | None:
     start, end = span.start, span.end
     doc = span.doc
     while start < end and (
-        doc[start].lower_ in _LEADING_DROP or doc[start].is_punct or doc[start].is_space
+        doc[start].lower_ in _LEADING_DROP
+        or doc[start].is_punct
+        or doc[start].is_space
+        or _ENUMERATOR.match(doc[start].text)
     ):
         start += 1
     while end > start and (doc[end - 1].text in _TRAILING_DROP or doc[end - 1].is_space):
@@ -214,6 +220,24 @@ class EntityCollector:
         words = [t.lower_ for t in span if not t.is_punct]
         return all(w in self.generic or w in _LEADING_DROP or len(w) < 2 for w in words)
 
+    @staticmethod
+    def well_formed(span: Span) -> bool:
+        """Noun-phrase shape: no finite verb inside, ends in a noun, a name or a number."""
+        if any(t.tag_ in ("VBZ", "VBD", "VBP", "MD") for t in span):
+            return False
+        if _MATH.search(span.text) or span.text.count("(") != span.text.count(")"):
+            return False
+        if any(t.pos_ == "VERB" and t.dep_ == "ROOT" for t in span):
+            return False
+        last = span[-1]
+        return last.pos_ in ("NOUN", "PROPN", "NUM", "X") or is_acronym(last.text)
+
+    def has_evidence(self, span: Span) -> bool:
+        """Support beyond the statistical NER: a typed head, a name, or a repeat mention."""
+        if self.head_type(span) is not None or self._named(span):
+            return True
+        return span.doc.text.lower().count(span.text.lower()) >= 2
+
     def _named(self, span: Span) -> bool:
         return any(is_acronym(t.text) or any(c.isdigit() for c in t.text) for t in span) or (
             span[0].text[:1].isupper() and not span[0].is_sent_start
@@ -243,6 +267,8 @@ class EntityCollector:
             trimmed = trim_span(ent)
             if trimmed is None or len(trimmed) > self.max_tokens or self.is_generic(trimmed):
                 continue
+            if not self.well_formed(trimmed) or not self.has_evidence(trimmed):
+                continue
             kind = self.type_of(trimmed, ent.label_)
             if kind:
                 candidates.append(Span(doc, trimmed.start, trimmed.end, label=kind, kb_id="ner"))
@@ -252,6 +278,11 @@ class EntityCollector:
             if trimmed is None or self.is_generic(trimmed):
                 continue
             kind = self.type_of(trimmed, None) or self._type_from_overlap(candidates, trimmed)
+            after = doc[se + 1] if se + 1 < len(doc) and doc[se].text == ")" else (
+                doc[se] if se < len(doc) else None
+            )
+            if after is not None and self.heads.get(after.lower_) == "Dataset":
+                kind = "Dataset"  # "Real World Knowledge Unlearning (RWKU) benchmark"
             if kind:
                 candidates.append(Span(doc, trimmed.start, trimmed.end, label=kind, kb_id="acronym"))
                 candidates.append(
@@ -262,10 +293,11 @@ class EntityCollector:
                 trimmed = trim_span(chunk)
                 if trimmed is None or len(trimmed) > self.max_tokens or self.is_generic(trimmed):
                     continue
-                if trimmed[-1].pos_ not in ("NOUN", "PROPN"):
+                if trimmed[-1].pos_ not in ("NOUN", "PROPN") or not self.well_formed(trimmed):
                     continue
                 kind = self.head_type(trimmed)
-                if kind in ("Task", "Metric") and len(trimmed) >= 1:
+                # A bare head word ("prediction") is too vague to be an entity on its own.
+                if kind in ("Task", "Metric") and len(trimmed) >= 2:
                     candidates.append(Span(doc, trimmed.start, trimmed.end, label=kind, kb_id="head"))
         doc.spans["kg_entities"] = _resolve(candidates)
         return doc
@@ -323,6 +355,14 @@ def make_entities(
 
 # ---------------------------------------------------------------- proposed methods
 
+# What an unnamed proposal must be headed by: things one builds, not results one states.
+_ARTIFACT_HEADS = frozenset(
+    "method approach framework algorithm model technique strategy scheme system paradigm "
+    "pipeline architecture procedure estimator criterion benchmark dataset suite environment "
+    "loss objective network networks module mechanism policy solver optimizer sampler "
+    "metric library toolkit platform emulator denoiser regularizer relaxation protocol "
+    "attack defense agent simulator formulation estimator test".split()
+)
 _GENERIC_HEADS = frozenset(
     ["method", "approach", "framework", "algorithm", "model", "technique", "strategy", "scheme", "system", "paradigm", "pipeline", "architecture", "procedure", "estimator", "criterion", "variant", "family"]
 )
@@ -351,6 +391,14 @@ def name_run(span: Span) -> Span | None:
     while i < span.end:
         if is_name_token(doc[i]):
             j = i + 1
+            # Back over a Titlecase hyphen prefix: "Prior-Free" when only "Free" looked named.
+            while (
+                i - 2 >= span.start
+                and doc[i - 1].text in "-‐"
+                and doc[i - 2].text[:1].isupper()
+                and not doc[i - 2].whitespace_
+            ):
+                i -= 2
             while j < span.end and (
                 is_name_token(doc[j])
                 or (
@@ -375,8 +423,12 @@ class ProposalDetector:
         self.name = name
         self.max_per_doc = max_per_doc
         self.matcher = Matcher(nlp.vocab)
+        self.verbs: set[str] = set()
         for row in triggers:
             self.matcher.add(row["id"], [row["pattern"]])
+            for tok in row["pattern"]:
+                if isinstance(tok.get("LEMMA"), dict):
+                    self.verbs |= set(tok["LEMMA"].get("IN", []))
 
     def _object_region(self, trigger: Token) -> Span | None:
         doc = trigger.doc
@@ -386,14 +438,21 @@ class ProposalDetector:
             obj = objects[0]
             start = obj.left_edge.i
             end = obj.i + 1
-            # Take the apposition or bracket that follows the object ("X, a …", "X (long)").
+            # The object's own phrase plus an apposition or bracket ("X, a …", "X (long)");
+            # "for"-phrases only serve the unnamed fallback ("a framework for …").
             for child in obj.rights:
-                if child.dep_ in ("appos", "prep", "compound", "amod", "nmod", "npadvmod") or (
+                if child.dep_ in ("appos", "compound", "amod", "nmod", "npadvmod") or (
                     child.dep_ == "punct" and child.text in "()"
                 ):
                     end = max(end, child.right_edge.i + 1)
-                if child.dep_ == "prep" and child.lower_ not in ("for", "of", "with", "based"):
-                    end = min(end, child.i)
+                elif child.dep_ == "prep" and child.lower_ == "for" and child.i == end:
+                    end = max(end, child.right_edge.i + 1)
+            # "we propose a novel method, Prior-Free … Adaptation": a misparsed apposition.
+            for child in trigger.rights:
+                if child.i >= end and child.dep_ in ("npadvmod", "appos", "dep") and (
+                    doc[end].text == "," or doc[end].text == "("
+                ):
+                    end = max(end, child.right_edge.i + 1)
             return doc[start : min(end, start + 24, sent.end)]
         start = trigger.i + 1
         if start < sent.end and doc[start].lower_ == "to":
@@ -412,7 +471,19 @@ class ProposalDetector:
         region = self._object_region(trigger)
         if region is None:
             return None
+        # An acronym defined inside the object names it: "ADMM plug-and-play (ADMM-PnP)".
+        for ls, le, ss, se in doc._.kg_abbreviations or []:
+            if region.start <= min(ls, ss) and max(le, se) <= region.end + 1:
+                return doc[ss:se]
         name = name_run(region)
+        head = next((t for t in region if t.dep_ in ("dobj", "obj", "attr", "oprd")), None)
+        if name is not None and head is not None and name.end <= head.i and (
+            head.lower_ in _ARTIFACT_HEADS or head.lower_ in _GENERIC_HEADS
+        ) and all(t.i < head.i or t.i == head.i for t in name):
+            # The name only modifies a generic head: "a tensor-output BO method".
+            span = trim_span(doc[region.start : head.i + 1])
+            if span is not None:
+                return span
         if name is not None:
             nxt = doc[name.end] if name.end < len(doc) else None
             # "AC-DC denoiser": a name followed by its kind of thing.
@@ -436,6 +507,9 @@ class ProposalDetector:
         span = trim_span(doc[region.start : chunk_end])
         if span is None or len(span) > 10 or all(t.lower_ in _GENERIC_HEADS for t in span):
             return None
+        heads = [t for t in span if t.pos_ == "NOUN" and t.lower_ in _ARTIFACT_HEADS]
+        if not heads:
+            return None
         return span
 
     def __call__(self, doc: Doc) -> Doc:
@@ -443,9 +517,17 @@ class ProposalDetector:
         if not doc.has_annotation("DEP"):
             doc.spans["kg_proposed"] = found
             return doc
+        triggers: list[tuple[str, Token]] = []
         for match_id, _start, end in self.matcher(doc):
             rule = doc.vocab.strings[match_id]
-            trigger = doc[end - 1]
+            triggers.append((rule, doc[end - 1]))
+            # "we propose X … and design Y": conjoined verbs share the subject.
+            if rule == "we-verb":
+                triggers += [
+                    (rule, c) for c in doc[end - 1].children
+                    if c.dep_ == "conj" and c.pos_ == "VERB" and c.lemma_ in self.verbs
+                ]
+        for rule, trigger in triggers:
             if rule == "passive":
                 subjects = [c for c in trigger.children if c.dep_ in ("nsubjpass", "nsubj")]
                 span = name_run(doc[subjects[0].left_edge.i : subjects[0].i + 1]) if subjects else None
@@ -462,7 +544,7 @@ class ProposalDetector:
 
 @Language.factory(
     "kg_proposed",
-    default_config={"triggers": {"@misc": "kg.proposal_triggers.v1"}, "max_per_doc": 3},
+    default_config={"triggers": {"@misc": "kg.proposal_triggers.v1"}, "max_per_doc": 4},
     assigns=["doc.spans"],
     requires=["token.dep", "token.pos"],
 )
