@@ -93,10 +93,15 @@ class Extractor:
         self.n_process = n_process
         self.batch_size = batch_size
         self.nlp = build_pipeline()
-        self._task_lexicon = {
-            canonical_key(row["label"])
-            for row in read_patterns("lexicon.jsonl")
-            if row["type"] == "Task"
+        lexicon = read_patterns("lexicon.jsonl")
+        self._task_lexicon = {canonical_key(r["label"]) for r in lexicon if r["type"] == "Task"}
+        # A concept the lexicon knows keeps the lexicon's type in every paper, so that
+        # "RL" typed Method by the NER still meets "reinforcement learning" (a Task).
+        self._lexicon_type: dict[str, EntityType] = {}
+        for row in lexicon:
+            self._lexicon_type.setdefault(canonical_key(row["label"]), EntityType(row["type"]))
+        self._paradigms = {
+            row["modifier"]: row["concept"] for row in read_patterns("paradigms.jsonl")
         }
 
     def extract(self, records: Iterable[Record]) -> Iterator[PaperExtraction]:
@@ -202,12 +207,13 @@ class _Assembly:
             key, label, aliases = self._identity(span)
             if not key:
                 continue
-            kind = EntityType(span.label_)
+            kind = self.ex._lexicon_type.get(key, EntityType(span.label_))
             if key in proposed_by_key:
                 kind = EntityType.METHOD  # mentions of the proposed method join it
             self._add(kind, key, label, span.kb_id_, span, aliases=aliases)
             if kind is EntityType.TASK:
                 self._add_broader(span, key)
+            self._add_paradigm(span, key)
         entities = self._entities()
         by_key = {(e.type, e.key): e for e in entities}
         claims = self._claims(entities, [by_key[k] for k in proposed_keys if k in by_key])
@@ -224,6 +230,19 @@ class _Assembly:
                 self._add(EntityType.TASK, sub_key, display_label(sub.text), "lexicon", sub,
                           broader=True)
                 return
+
+    def _add_paradigm(self, span: Span, key: str) -> None:
+        # "contrastive training", "contrastive objectives" are instances of the paradigm
+        # "contrastive learning": link the paper to the paradigm as a task.
+        first = span[0].lower_
+        if span[0].i + 2 < len(self.doc) and self.doc[span[0].i + 1].text == "-":
+            first = first + "-" + self.doc[span[0].i + 2].lower_
+        concept = self.ex._paradigms.get(first)
+        if concept is None or len(span) < 2:
+            return
+        concept_key = canonical_key(concept)
+        if concept_key != key:
+            self._add(EntityType.TASK, concept_key, concept, "lexicon", span, broader=True)
 
     def _entities(self) -> list[Entity]:
         out = []
