@@ -28,7 +28,7 @@ from kg.store import GraphStore, StoreError, open_store
 from service import api, graph, sparql
 from service.deps import get_store
 from service.errors import Unavailable, install_error_handlers
-from service.pool import PoolError, QueryPool, Snapshots, snapshot_root
+from service.pool import PoolError, QueryPool, ResultCache, Snapshots, snapshot_root
 from service.settings import Settings
 
 access_log = logging.getLogger("kg.access")
@@ -112,6 +112,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.store = TrackedStore(store, written)
     app.state.store_written = written
     app.state.query_pool = pool
+    app.state.query_cache = ResultCache(settings.query_cache) if settings.query_cache else None
     app.state.write_lock = asyncio.Lock()
     log.info(
         "store %s open (%s)", settings.store, "read-write" if settings.writable else "read-only"
@@ -207,6 +208,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.store = None
     app.state.query_pool = None
+    app.state.query_cache = None
     install_error_handlers(app)
     if settings.cors_origins:
         app.add_middleware(

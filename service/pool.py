@@ -30,6 +30,7 @@ import signal
 import struct
 import sys
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -261,6 +262,50 @@ class QueryPool:
         self._all.clear()
         if self.snapshots is not None:
             self.snapshots.close()
+
+
+class ResultCache:
+    """Recent query results, keyed by everything that determines them — the request
+    and the store generation — so a write makes every older entry unreachable.
+
+    Repeated small lookups (an explorer page, a dashboard) are answered without
+    a worker round trip. Only successful results up to ``max_bytes`` are kept."""
+
+    def __init__(self, entries: int, max_bytes: int = 256 * 1024) -> None:
+        self.entries = entries
+        self.max_bytes = max_bytes
+        self._data: OrderedDict[tuple, tuple[str, bytes]] = OrderedDict()
+
+    @staticmethod
+    def key(generation: int, request: dict[str, Any]) -> tuple:
+        """The cache key of a request at a store generation."""
+        return (
+            generation,
+            request["query"],
+            request["base_iri"],
+            tuple(request["default_graph"]) if request["default_graph"] is not None else None,
+            tuple(request["named_graphs"]) if request["named_graphs"] is not None else None,
+            request["select_format"],
+            request["ask_format"],
+            request["graph_format"],
+            request["limit"],
+        )
+
+    def get(self, key: tuple) -> tuple[str, bytes] | None:
+        """The cached (media type, body), or None."""
+        found = self._data.get(key)
+        if found is not None:
+            self._data.move_to_end(key)
+        return found
+
+    def put(self, key: tuple, media_type: str, body: bytes) -> None:
+        """Remember a result (small ones only), evicting the least recently used."""
+        if self.entries <= 0 or len(body) > self.max_bytes:
+            return
+        self._data[key] = (media_type, body)
+        self._data.move_to_end(key)
+        while len(self._data) > self.entries:
+            self._data.popitem(last=False)
 
 
 def default_pool_size() -> int:

@@ -45,6 +45,9 @@ class Settings:
     result_limit: int = 100_000
     """Most rows (SELECT) or triples (CONSTRUCT/DESCRIBE) one query may return
     (``KG_RESULT_LIMIT``); more is a 413, never a truncated result."""
+    query_cache: int = 1024
+    """Recent /sparql results kept per process (``KG_QUERY_CACHE``; 0 disables).
+    Entries are keyed by the store generation, so a write invalidates them all."""
     query_workers: int = 2
     """Processes that evaluate /sparql queries on an embedded store (``KG_QUERY_WORKERS``)."""
     cors_origins: tuple[str, ...] = ("*",)

@@ -44,7 +44,7 @@ from service.errors import (
     ResultTooLarge,
     UnsupportedMediaType,
 )
-from service.pool import PoolError, PoolTimeout, QueryPool
+from service.pool import PoolError, PoolTimeout, QueryPool, ResultCache
 from service.safety import apply_update_dataset, check_remote_access
 from service.worker import render
 
@@ -165,10 +165,19 @@ async def query_endpoint(request: Request) -> Response:
         **_formats(params, ranges),
     }
     pool: QueryPool | None = request.app.state.query_pool
+    cache: ResultCache | None = request.app.state.query_cache
+    key = None
+    if pool is not None and cache is not None:
+        key = cache.key(pool.generation, req)
+        hit = cache.get(key)
+        if hit is not None:
+            return Response(hit[1], media_type=hit[0], headers={"Vary": "Accept"})
     timeout = settings.query_timeout
     try:
         if pool is not None:
             reply = await pool.run(req, timeout)
+            if reply.ok and key is not None and cache is not None:
+                cache.put(key, reply.media_type, reply.body)
             outcome: tuple = (
                 ("ok", reply.media_type, reply.body)
                 if reply.ok
