@@ -125,7 +125,13 @@ async function init() {
     $("query").value = option.dataset.query;
     $("description").textContent = option.dataset.description;
   });
-  $("query").value = `${prefixBlock()}\n\nSELECT ?paper ?title WHERE {\n  ?paper a kg:Paper ;\n         dcterms:title ?title .\n}\nLIMIT 20\n`;
+  $("query").value = `${prefixBlock()}\n\nSELECT ?paper ?id ?title WHERE {\n  ?paper a kg:Paper ;\n         dcterms:identifier ?id .\n  OPTIONAL { ?paper dcterms:title ?title }\n}\nLIMIT 20\n`;
+  // The explorer links here as /sparql#query=<text> ("view as SPARQL"): prefill it.
+  if (location.hash.startsWith("#query=")) {
+    try {
+      $("query").value = decodeURIComponent(location.hash.slice("#query=".length));
+    } catch (_) { /* a malformed link: keep the default query */ }
+  }
 }
 
 $("run").addEventListener("click", run);
