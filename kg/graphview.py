@@ -390,7 +390,8 @@ def node_details(store: GraphStore, focus: str) -> dict[str, Any]:
                 for r in run(store, "paper-entities", node=node)
             ],
         )
-        details["abstract"] = _snippet(row.get("snippet", ""), 300)
+        whole = run(store, "paper-abstract", node=node)
+        details["abstract"] = clean_text(whole[0]["abstract"]) if whole else ""
     else:
         entity = run(store, "entities", node=node)
         label = clean_text(entity[0].get("label") or "") if entity else ""

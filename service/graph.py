@@ -229,3 +229,10 @@ async def graph_query_text(name: str) -> Response:
 async def explorer() -> FileResponse:
     """The explorer page."""
     return FileResponse(EXPLORER / "index.html", media_type="text/html")
+
+
+@router.get("/favicon.ico", include_in_schema=False)
+async def favicon() -> FileResponse:
+    """The site icon (browsers ask for it on every page, the SPARQL editor's too)."""
+    return FileResponse(EXPLORER / "favicon.svg", media_type="image/svg+xml")
+

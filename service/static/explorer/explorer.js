@@ -28,7 +28,7 @@
     types: new Set(TYPES),
     depth: 2,
     minSupport: 1,
-    limit: 300,
+    limit: 500,
     projection: "bipartite",
     formats: [],
     counts: {},
@@ -105,8 +105,9 @@
           "text-background-color": "#ffffff",
           "text-background-opacity": 0.75,
           "text-background-padding": "1px",
-          "border-width": 1,
+          "border-width": 1.5,
           "border-color": "#ffffff",
+          "min-zoomed-font-size": 6,
         },
       },
       {
@@ -126,7 +127,7 @@
         selector: "node:selected",
         style: { "border-width": 4, "border-color": "#ffcc00", "overlay-opacity": 0 },
       },
-      { selector: "node.faded", style: { opacity: 0.25 } },
+      { selector: "node.faded", style: { opacity: 0.4 } },
       {
         selector: "edge",
         style: {
@@ -136,14 +137,14 @@
           opacity: 0.7,
         },
       },
-      { selector: "edge.faded", style: { opacity: 0.08 } },
+      { selector: "edge.faded", style: { opacity: 0.15 } },
       { selector: "edge.near", style: { "line-color": "#6b7385", opacity: 1 } },
     ],
   });
 
   function nodeSize(node) {
     const papers = Number(node.data("paper_count")) || 1;
-    if (node.data("type") === "Paper") return 16;
+    if (node.data("type") === "Paper") return 22;
     return Math.round(18 + 9 * Math.sqrt(papers));
   }
 
@@ -153,7 +154,7 @@
     const options = layoutName === "fcose"
       ? {
         name: "fcose", quality: "default", animate: false, randomize: true,
-        nodeRepulsion: () => 9000, idealEdgeLength: () => 70, nodeSeparation: 60,
+        nodeRepulsion: () => 14000, idealEdgeLength: () => 95, nodeSeparation: 80,
         packComponents: true, fit: fit !== false, padding: 40,
       }
       : { name: "cose", animate: false, fit: fit !== false, padding: 40 };
@@ -480,7 +481,7 @@
       state.minSupport = Math.max(1, Number(e.target.value) || 1); saveUrl(); load();
     });
     $("limit").addEventListener("change", (e) => {
-      state.limit = Math.max(10, Math.min(5000, Number(e.target.value) || 300)); load();
+      state.limit = Math.max(10, Math.min(5000, Number(e.target.value) || 500)); load();
     });
     $("projection").addEventListener("change", (e) => {
       state.projection = e.target.value;
