@@ -41,7 +41,8 @@ from kg.readers import derived_id, read_paths, unique
 
 FIELDS = ("proposed", "tasks", "methods", "datasets", "metrics")
 _STOP = frozenset(
-    ["a", "an", "the", "of", "for", "in", "on", "and", "or", "to", "with", "by", "via", "from", "as", "at", "its", "their", "our", "this", "that", "is", "are", "be", "using", "based"]
+    "a an the of for in on and or to with by via from as at its their our this that is "  # noqa: SIM905
+    "are be using based".split()
 )
 
 
@@ -178,8 +179,11 @@ def predicted_forms(paper: PaperExtraction, name: str) -> list[list[str]]:
     elif name == "methods":
         ents = paper.of_type(EntityType.METHOD, proposed=False)
     else:
-        kind = {"tasks": EntityType.TASK, "datasets": EntityType.DATASET,
-                "metrics": EntityType.METRIC}[name]
+        kind = {
+            "tasks": EntityType.TASK,
+            "datasets": EntityType.DATASET,
+            "metrics": EntityType.METRIC,
+        }[name]
         ents = paper.of_type(kind)
     out = []
     for e in ents:
@@ -227,7 +231,8 @@ class GoldReport:
     def table(self) -> str:
         """A plain-text table for people."""
         lines = [
-            f"papers scored: {self.papers}" + (f" (missing: {len(self.missing)})" if self.missing else ""),
+            f"papers scored: {self.papers}"
+            + (f" (missing: {len(self.missing)})" if self.missing else ""),
             f"{'field':10} {'mode':8} {'P':>6} {'R':>6} {'F1':>6} {'pred':>5} {'gold':>5}",
         ]
         for name, modes in self.fields.items():
@@ -236,16 +241,14 @@ class GoldReport:
                     f"{name:10} {mode:8} {prf.precision:6.3f} {prf.recall:6.3f} {prf.f1:6.3f} "
                     f"{prf.pred:5d} {prf.gold:5d}"
                 )
+        ok, total = self.claim_values_correct, self.claim_values_total
+        ok_v, total_v = self.claim_values_with_numbers_correct, self.claim_values_with_numbers_total
         lines.append(
-            f"claim values correct (number+unit) on matched claims: {self.claim_values_correct}/"
-            f"{self.claim_values_total} = {_ratio(self.claim_values_correct, self.claim_values_total):.3f}"
-            f"; on matched claims with values: {self.claim_values_with_numbers_correct}/"
-            f"{self.claim_values_with_numbers_total} = "
-            f"{_ratio(self.claim_values_with_numbers_correct, self.claim_values_with_numbers_total):.3f}"
+            f"claim values correct (number+unit) on matched claims: {ok}/{total} = "
+            f"{_ratio(ok, total):.3f}; on matched claims with values: {ok_v}/{total_v} = "
+            f"{_ratio(ok_v, total_v):.3f}"
         )
-        lines.append(
-            f"claim kind correct on matched claims: {self.claim_kind_correct}/{self.claim_values_total}"
-        )
+        lines.append(f"claim kind correct on matched claims: {self.claim_kind_correct}/{total}")
         return "\n".join(lines)
 
 
@@ -282,14 +285,20 @@ def score_paper(
         if mode == "lenient":
             hit = claim_match
         else:
+
             def hit(p: tuple[int, int], g: tuple[int, int]) -> bool:
                 fold = re.compile(r"\s+")
-                return fold.sub(" ", abstract[p[0]:p[1]]) == fold.sub(" ", abstract[g[0]:g[1]])
+                return fold.sub(" ", abstract[p[0] : p[1]]) == fold.sub(" ", abstract[g[0] : g[1]])
+
         wrong = [p for p in pred_spans if not any(hit(p, g) for _, g in gold_claims)]
         missed = [c for c, g in gold_claims if not any(hit(p, g) for p in pred_spans)]
         report.fields["claims"][mode].add(
-            PRF(len(pred_spans) - len(wrong), len(pred_spans),
-                len(gold_claims) - len(missed), len(gold_claims))
+            PRF(
+                len(pred_spans) - len(wrong),
+                len(pred_spans),
+                len(gold_claims) - len(missed),
+                len(gold_claims),
+            )
         )
         if verbose and mode == "lenient" and (wrong or missed):
             errors["claims"] = {
@@ -316,8 +325,13 @@ def score_paper(
             report.claim_values_with_numbers_total += 1
             report.claim_values_with_numbers_correct += right
         if not right:
-            value_errors.append({"claim": claim["text"], "gold": claim.get("values", []),
-                                 "predicted": [v.text for v in best.values]})
+            value_errors.append(
+                {
+                    "claim": claim["text"],
+                    "gold": claim.get("values", []),
+                    "predicted": [v.text for v in best.values],
+                }
+            )
     if verbose and value_errors:
         errors["claim_values"] = value_errors
     if errors:
@@ -378,9 +392,7 @@ def evaluate_scierc(
 
     docs = read_scierc(path)
     extractor = extractor or Extractor()
-    gold = [
-        (d.doc_key, s, e, t) for d in docs for s, e, t in set(d.entities) if t in SCIERC_TYPES
-    ]
+    gold = [(d.doc_key, s, e, t) for d in docs for s, e, t in set(d.entities) if t in SCIERC_TYPES]
     pred: set[tuple[str, int, int, str]] = set()
     if layer == "ner":
         from kg.extraction.extractor import NER_NAME

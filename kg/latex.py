@@ -14,25 +14,96 @@ from dataclasses import dataclass
 
 # Commands whose LaTeX rendering is one Unicode symbol.
 SYMBOLS: dict[str, str] = {
-    "times": "×", "cdot": "·", "pm": "±", "mp": "∓", "approx": "≈", "sim": "~",
-    "leq": "≤", "le": "≤", "geq": "≥", "ge": "≥", "neq": "≠", "ll": "≪", "gg": "≫",
-    "infty": "∞", "to": "→", "rightarrow": "→", "leftarrow": "←", "in": "∈",
-    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε",
-    "varepsilon": "ε", "zeta": "ζ", "eta": "η", "theta": "θ", "vartheta": "θ",
-    "iota": "ι", "kappa": "κ", "lambda": "λ", "mu": "μ", "nu": "ν", "xi": "ξ",
-    "pi": "π", "rho": "ρ", "sigma": "σ", "tau": "τ", "upsilon": "υ", "phi": "φ",
-    "varphi": "φ", "chi": "χ", "psi": "ψ", "omega": "ω", "Gamma": "Γ", "Delta": "Δ",
-    "Theta": "Θ", "Lambda": "Λ", "Xi": "Ξ", "Pi": "Π", "Sigma": "Σ", "Phi": "Φ",
-    "Psi": "Ψ", "Omega": "Ω", "ell": "ℓ", "star": "*", "ast": "*", "circ": "∘",
-    "sqrt": "√", "partial": "∂", "nabla": "∇", "log": "log", "exp": "exp",
-    "min": "min", "max": "max", "sum": "Σ", "prod": "Π",
-    "%": "%", "&": "&", "_": "_", "#": "#", "$": "$", "{": "{", "}": "}",
-    ",": " ", ";": " ", ":": " ", "!": "", " ": " ", "quad": " ", "qquad": " ",
-    "ldots": "...", "dots": "...", "cdots": "...",
+    "times": "×",
+    "cdot": "·",
+    "pm": "±",
+    "mp": "∓",
+    "approx": "≈",
+    "sim": "~",
+    "leq": "≤",
+    "le": "≤",
+    "geq": "≥",
+    "ge": "≥",
+    "neq": "≠",
+    "ll": "≪",
+    "gg": "≫",
+    "infty": "∞",
+    "to": "→",
+    "rightarrow": "→",
+    "leftarrow": "←",
+    "in": "∈",
+    "alpha": "α",
+    "beta": "β",
+    "gamma": "γ",
+    "delta": "δ",
+    "epsilon": "ε",
+    "varepsilon": "ε",
+    "zeta": "ζ",
+    "eta": "η",
+    "theta": "θ",
+    "vartheta": "θ",
+    "iota": "ι",
+    "kappa": "κ",
+    "lambda": "λ",
+    "mu": "μ",
+    "nu": "ν",
+    "xi": "ξ",
+    "pi": "π",
+    "rho": "ρ",
+    "sigma": "σ",
+    "tau": "τ",
+    "upsilon": "υ",
+    "phi": "φ",
+    "varphi": "φ",
+    "chi": "χ",
+    "psi": "ψ",
+    "omega": "ω",
+    "Gamma": "Γ",
+    "Delta": "Δ",
+    "Theta": "Θ",
+    "Lambda": "Λ",
+    "Xi": "Ξ",
+    "Pi": "Π",
+    "Sigma": "Σ",
+    "Phi": "Φ",
+    "Psi": "Ψ",
+    "Omega": "Ω",
+    "ell": "ℓ",
+    "star": "*",
+    "ast": "*",
+    "circ": "∘",
+    "sqrt": "√",
+    "partial": "∂",
+    "nabla": "∇",
+    "log": "log",
+    "exp": "exp",
+    "min": "min",
+    "max": "max",
+    "sum": "Σ",
+    "prod": "Π",
+    "%": "%",
+    "&": "&",
+    "_": "_",
+    "#": "#",
+    "$": "$",
+    "{": "{",
+    "}": "}",
+    ",": " ",
+    ";": " ",
+    ":": " ",
+    "!": "",
+    " ": " ",
+    "quad": " ",
+    "qquad": " ",
+    "ldots": "...",
+    "dots": "...",
+    "cdots": "...",
 }
 # Commands that only style their argument: keep the argument, drop the command.
 STYLE = frozenset(
-    ["textbf", "textit", "emph", "underline", "text", "textrm", "texttt", "textsc", "mathrm", "mathbf", "mathit", "mathcal", "mathbb", "mathsf", "mathtt", "boldsymbol", "bm", "operatorname", "mbox", "hat", "tilde", "bar", "widehat", "widetilde", "overline", "vec", "left", "right", "big", "Big", "bigg", "Bigg"]
+    "textbf textit emph underline text textrm texttt textsc mathrm mathbf mathit mathcal "  # noqa: SIM905
+    "mathbb mathsf mathtt boldsymbol bm operatorname mbox hat tilde bar widehat widetilde "
+    "overline vec left right big Big bigg Bigg".split()
 )
 _COMMAND = re.compile(r"\\([A-Za-z]+|.)")
 
@@ -48,8 +119,10 @@ class Cleaned:
     def to_original(self, start: int, end: int) -> tuple[int, int]:
         """Map a clean span ``[start, end)`` to the original span that produced it."""
         if end <= start:
-            pos = self.starts[start] if start < len(self.starts) else (
-                self.ends[-1] if self.ends else 0
+            pos = (
+                self.starts[start]
+                if start < len(self.starts)
+                else (self.ends[-1] if self.ends else 0)
             )
             return pos, pos
         return self.starts[start], self.ends[end - 1]

@@ -68,7 +68,10 @@ def read_scierc(path: str | Path) -> list[SciercDoc]:
 def non_overlapping(
     entities: Iterable[tuple[int, int, str]], labels: Iterable[str] = TRAIN_LABELS
 ) -> list[tuple[int, int, str]]:
-    """Reduce nested gold spans to a flat layer: scored types first, then longer spans."""
+    """Reduce nested gold spans to a flat layer.
+
+    Scored types win (in the order Task, Method, Metric, Material), then longer spans.
+    """
     wanted = set(labels)
     candidates = sorted(
         (e for e in set(entities) if e[2] in wanted),
@@ -96,7 +99,10 @@ def _example(nlp: Language, sdoc: SciercDoc, labels: Iterable[str] = TRAIN_LABEL
 def span_scores(
     gold: Iterable[tuple[str, int, int, str]], pred: Iterable[tuple[str, int, int, str]]
 ) -> dict[str, dict[str, float]]:
-    """Exact-span micro P/R/F1 overall (``"ALL"``) and per label; items are (doc, start, end, label)."""
+    """Exact-span micro P/R/F1, overall (``"ALL"``) and per label.
+
+    Items are ``(doc, start, end, label)`` tuples.
+    """
     gold_set, pred_set = set(gold), set(pred)
     labels = sorted({g[3] for g in gold_set} | {p[3] for p in pred_set})
     out: dict[str, dict[str, float]] = {}
@@ -108,8 +114,12 @@ def span_scores(
         rec = tp / len(g) if g else 0.0
         f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
         out[label or "ALL"] = {
-            "precision": prec, "recall": rec, "f1": f1,
-            "tp": tp, "gold": len(g), "predicted": len(p),
+            "precision": prec,
+            "recall": rec,
+            "f1": f1,
+            "tp": tp,
+            "gold": len(g),
+            "predicted": len(p),
         }
     return out
 

@@ -95,9 +95,12 @@ def find_abbreviations(doc: Doc) -> list[tuple[Span, Span]]:
             short = prev
             start = prev.i
             # Allow hyphenated short forms split by the tokenizer ("STAIRS-Former").
-            while start - 2 >= sent.start and doc[start - 1].text == "-" and not doc[
-                start - 1
-            ].whitespace_ and not doc[start - 2].whitespace_:
+            while (
+                start - 2 >= sent.start
+                and doc[start - 1].text == "-"
+                and not doc[start - 1].whitespace_
+                and not doc[start - 2].whitespace_
+            ):
                 start -= 2
             short_span = doc[start : prev.i + 1]
             if not is_short_form(short_span.text):

@@ -17,17 +17,19 @@ from importlib import resources
 from kg import latex
 
 _WORD = re.compile(r"[^\W_]+(?:[.'][^\W_]+)*", re.UNICODE)
-# Words whose final "s" is not a plural.
-_KEEP_S = frozenset(
-    ["analysis", "bias", "class", "loss", "process", "gauss", "series", "species", "lens", "bayes", "status", "axis", "focus", "virus", "thesis", "basis", "corpus", "bus", "gas", "atlas", "calculus", "consensus", "nexus", "kinematics", "dynamics", "physics", "mathematics", "statistics", "robotics", "economics", "semantics", "linguistics", "genomics", "graphics", "ethics", "optics", "mechanics", "logistics", "diagnostics", "analytics", "news", "sas", "less"]
+_DETERMINERS = frozenset(
+    ["a", "an", "the", "our", "their", "its", "this", "these", "those", "such", "each"]
 )
-_DETERMINERS = frozenset(["a", "an", "the", "our", "their", "its", "this", "these", "those", "such", "each"])
 
 
 def singular(word: str) -> str:
     """The singular of an English noun, by a few safe suffix rules."""
     low = word.lower()
-    if len(word) <= 3 or low in _KEEP_S or low.endswith(("ss", "us", "is", "ics")):
+    if (
+        len(word) <= 3
+        or low in word_list("keep_final_s")
+        or low.endswith(("ss", "us", "is", "ics"))
+    ):
         return word
     if word[:-1].isupper() and word.endswith("s"):  # acronym plural: LLMs, GANs
         return word[:-1]
@@ -88,6 +90,13 @@ def display_label(text: str, *, sentence_initial: bool = False) -> str:
 
 
 @cache
+def word_list(name: str) -> frozenset[str]:
+    """A named word list from ``patterns/wordlists.json`` (determiners to drop, heads …)."""
+    path = resources.files("kg.extraction") / "patterns" / "wordlists.json"
+    return frozenset(json.loads(path.read_text(encoding="utf-8"))[name])
+
+
+@cache
 def acronym_lexicon() -> dict[str, str]:
     """Well-known ML acronyms → long forms, from ``patterns/acronyms.jsonl``."""
     table: dict[str, str] = {}
@@ -100,7 +109,7 @@ def acronym_lexicon() -> dict[str, str]:
 
 
 def expand_acronym(label: str) -> str | None:
-    """The long form of a bare well-known acronym ("GRPO" → "Group Relative Policy Optimization")."""
+    """The long form of a bare well-known acronym: "GRPO" → "Group Relative Policy Optimization"."""
     text = _plain(label).strip()
     lexicon = acronym_lexicon()
     if text in lexicon:

@@ -31,7 +31,7 @@ from spacy.tokens import Doc, Span, Token
 from spacy.util import filter_spans, registry
 
 from kg.extraction.abbreviations import find_abbreviations
-from kg.extraction.canonical import is_acronym
+from kg.extraction.canonical import is_acronym, word_list
 
 if not Doc.has_extension("kg_abbreviations"):
     Doc.set_extension("kg_abbreviations", default=None)
@@ -148,9 +148,7 @@ def make_lexicon(nlp: Language, name: str, *, lexicon: list[dict[str, Any]]) -> 
 
 # ---------------------------------------------------------------- entities
 
-_LEADING_DROP = frozenset(
-    ["a", "an", "the", "our", "their", "its", "this", "these", "those", "such", "each", "every", "any", "some", "both", "several", "novel", "new", "proposed", "existing", "standard", "various", "different", "popular", "common", "typical", "simple", "efficient", "effective", "powerful", "recent", "prior", "previous", "modern", "classical", "conventional", "traditional", "current", "many", "most", "other", "same", "first", "second"]
-)
+_LEADING_DROP = word_list("leading_drop")
 _ENUMERATOR = re.compile(r"^(?:\d{1,2}|[ivx]{1,4}|[a-h])\)?$")
 _MATH = re.compile(r"[\^=∈≤≥<>/*√∑∏θ]|\d\)")
 _TRAILING_DROP = frozenset(["'s", "'", "-", ",", ";", ":", "(", ")", "[", "]"])
@@ -278,13 +276,17 @@ class EntityCollector:
             if trimmed is None or self.is_generic(trimmed):
                 continue
             kind = self.type_of(trimmed, None) or self._type_from_overlap(candidates, trimmed)
-            after = doc[se + 1] if se + 1 < len(doc) and doc[se].text == ")" else (
-                doc[se] if se < len(doc) else None
+            after = (
+                doc[se + 1]
+                if se + 1 < len(doc) and doc[se].text == ")"
+                else (doc[se] if se < len(doc) else None)
             )
             if after is not None and self.heads.get(after.lower_) == "Dataset":
                 kind = "Dataset"  # "Real World Knowledge Unlearning (RWKU) benchmark"
             if kind:
-                candidates.append(Span(doc, trimmed.start, trimmed.end, label=kind, kb_id="acronym"))
+                candidates.append(
+                    Span(doc, trimmed.start, trimmed.end, label=kind, kb_id="acronym")
+                )
                 candidates.append(
                     Span(doc, short_span.start, short_span.end, label=kind, kb_id="acronym")
                 )
@@ -298,7 +300,9 @@ class EntityCollector:
                 kind = self.head_type(trimmed)
                 # A bare head word ("prediction") is too vague to be an entity on its own.
                 if kind in ("Task", "Metric") and len(trimmed) >= 2:
-                    candidates.append(Span(doc, trimmed.start, trimmed.end, label=kind, kb_id="head"))
+                    candidates.append(
+                        Span(doc, trimmed.start, trimmed.end, label=kind, kb_id="head")
+                    )
         doc.spans["kg_entities"] = _resolve(candidates)
         return doc
 
@@ -348,7 +352,11 @@ def make_entities(
 ) -> EntityCollector:
     """Merge the NER, lexicon, acronym and head-noun evidence into typed mentions."""
     return EntityCollector(
-        nlp, name, heads=heads, generic=generic, max_tokens=max_tokens,
+        nlp,
+        name,
+        heads=heads,
+        generic=generic,
+        max_tokens=max_tokens,
         use_noun_chunks=use_noun_chunks,
     )
 
@@ -356,16 +364,8 @@ def make_entities(
 # ---------------------------------------------------------------- proposed methods
 
 # What an unnamed proposal must be headed by: things one builds, not results one states.
-_ARTIFACT_HEADS = frozenset(
-    "method approach framework algorithm model technique strategy scheme system paradigm "
-    "pipeline architecture procedure estimator criterion benchmark dataset suite environment "
-    "loss objective network networks module mechanism policy solver optimizer sampler "
-    "metric library toolkit platform emulator denoiser regularizer relaxation protocol "
-    "attack defense agent simulator formulation estimator test".split()
-)
-_GENERIC_HEADS = frozenset(
-    ["method", "approach", "framework", "algorithm", "model", "technique", "strategy", "scheme", "system", "paradigm", "pipeline", "architecture", "procedure", "estimator", "criterion", "variant", "family"]
-)
+_ARTIFACT_HEADS = word_list("artifact_heads")
+_GENERIC_HEADS = word_list("generic_heads")
 _STOP_AT = frozenset(["that", "which", "who", "where", "to", ",", ";", ":", ".", "–", "—"])
 
 
@@ -418,8 +418,9 @@ def name_run(span: Span) -> Span | None:
 class ProposalDetector:
     """The methods a paper introduces: "we propose X", "X, a novel …", "called X"."""
 
-    def __init__(self, nlp: Language, name: str, *, triggers: list[dict[str, Any]],
-                 max_per_doc: int) -> None:
+    def __init__(
+        self, nlp: Language, name: str, *, triggers: list[dict[str, Any]], max_per_doc: int
+    ) -> None:
         self.name = name
         self.max_per_doc = max_per_doc
         self.matcher = Matcher(nlp.vocab)
@@ -441,16 +442,20 @@ class ProposalDetector:
             # The object's own phrase plus an apposition or bracket ("X, a …", "X (long)");
             # "for"-phrases only serve the unnamed fallback ("a framework for …").
             for child in obj.rights:
-                if child.dep_ in ("appos", "compound", "amod", "nmod", "npadvmod") or (
-                    child.dep_ == "punct" and child.text in "()"
+                if (
+                    child.dep_ in ("appos", "compound", "amod", "nmod", "npadvmod")
+                    or (child.dep_ == "punct" and child.text in "()")
+                    or child.dep_ == "prep"
+                    and child.lower_ == "for"
+                    and child.i == end
                 ):
-                    end = max(end, child.right_edge.i + 1)
-                elif child.dep_ == "prep" and child.lower_ == "for" and child.i == end:
                     end = max(end, child.right_edge.i + 1)
             # "we propose a novel method, Prior-Free … Adaptation": a misparsed apposition.
             for child in trigger.rights:
-                if child.i >= end and child.dep_ in ("npadvmod", "appos", "dep") and (
-                    doc[end].text == "," or doc[end].text == "("
+                if (
+                    child.i >= end
+                    and child.dep_ in ("npadvmod", "appos", "dep")
+                    and (doc[end].text == "," or doc[end].text == "(")
                 ):
                     end = max(end, child.right_edge.i + 1)
             return doc[start : min(end, start + 24, sent.end)]
@@ -477,9 +482,13 @@ class ProposalDetector:
                 return doc[ss:se]
         name = name_run(region)
         head = next((t for t in region if t.dep_ in ("dobj", "obj", "attr", "oprd")), None)
-        if name is not None and head is not None and name.end <= head.i and (
-            head.lower_ in _ARTIFACT_HEADS or head.lower_ in _GENERIC_HEADS
-        ) and all(t.i < head.i or t.i == head.i for t in name):
+        if (
+            name is not None
+            and head is not None
+            and name.end <= head.i
+            and (head.lower_ in _ARTIFACT_HEADS or head.lower_ in _GENERIC_HEADS)
+            and all(t.i < head.i or t.i == head.i for t in name)
+        ):
             # The name only modifies a generic head: "a tensor-output BO method".
             span = trim_span(doc[region.start : head.i + 1])
             if span is not None:
@@ -487,8 +496,13 @@ class ProposalDetector:
         if name is not None:
             nxt = doc[name.end] if name.end < len(doc) else None
             # "AC-DC denoiser": a name followed by its kind of thing.
-            if nxt is not None and nxt.pos_ == "NOUN" and nxt.lower_ not in _GENERIC_HEADS \
-                    and nxt.i < region.end and nxt.lower_ not in ("method", "framework"):
+            if (
+                nxt is not None
+                and nxt.pos_ == "NOUN"
+                and nxt.lower_ not in _GENERIC_HEADS
+                and nxt.i < region.end
+                and nxt.lower_ not in ("method", "framework")
+            ):
                 return doc[name.start : nxt.i + 1] if nxt.dep_ != "compound" else name
             return name
         # Unnamed: the noun phrase itself, without determiners and praise.
@@ -500,7 +514,9 @@ class ProposalDetector:
             if tok.pos_ == "NOUN" and tok.head.i >= region.end - 1 and tok.dep_ != "compound":
                 if tok.lower_ in _GENERIC_HEADS:
                     # "a framework for unbiased gradient estimation": keep the for-phrase.
-                    preps = [c for c in tok.rights if c.dep_ == "prep" and c.lower_ in ("for", "of")]
+                    preps = [
+                        c for c in tok.rights if c.dep_ == "prep" and c.lower_ in ("for", "of")
+                    ]
                     if preps:
                         chunk_end = min(preps[0].right_edge.i + 1, region.end, tok.i + 8)
                 break
@@ -524,18 +540,19 @@ class ProposalDetector:
             # "we propose X … and design Y": conjoined verbs share the subject.
             if rule == "we-verb":
                 triggers += [
-                    (rule, c) for c in doc[end - 1].children
+                    (rule, c)
+                    for c in doc[end - 1].children
                     if c.dep_ == "conj" and c.pos_ == "VERB" and c.lemma_ in self.verbs
                 ]
         for rule, trigger in triggers:
             if rule == "passive":
                 subjects = [c for c in trigger.children if c.dep_ in ("nsubjpass", "nsubj")]
-                span = name_run(doc[subjects[0].left_edge.i : subjects[0].i + 1]) if subjects else None
+                span = (
+                    name_run(doc[subjects[0].left_edge.i : subjects[0].i + 1]) if subjects else None
+                )
             else:
                 span = self.proposal(trigger, called=(rule == "named"))
-            if span is not None and all(
-                span.end <= f.start or span.start >= f.end for f in found
-            ):
+            if span is not None and all(span.end <= f.start or span.start >= f.end for f in found):
                 found.append(Span(doc, span.start, span.end, label="Method", kb_id=rule))
         found.sort(key=lambda s: s.start)
         doc.spans["kg_proposed"] = found[: self.max_per_doc]

@@ -148,9 +148,18 @@ class _Assembly:
         s_start, s_end = self.offsets(sent)
         return Mention(self.record.abstract[start:end], start, end, s_start, s_end)
 
-    def _add(self, kind: EntityType, key: str, label: str, source: str, span: Span,
-             *, aliases: Iterable[str] = (), proposed: bool = False,
-             broader: bool = False) -> _Group:
+    def _add(
+        self,
+        kind: EntityType,
+        key: str,
+        label: str,
+        source: str,
+        span: Span,
+        *,
+        aliases: Iterable[str] = (),
+        proposed: bool = False,
+        broader: bool = False,
+    ) -> _Group:
         group = self.groups.get((kind, key))
         if group is None:
             group = _Group(kind, key, label, source, proposed=proposed, broader=broader)
@@ -199,8 +208,9 @@ class _Assembly:
             if aliases and short in aliases:
                 aliases = [label]
                 label = short
-            group = self._add(EntityType.METHOD, key, label, "proposed", span,
-                              aliases=aliases, proposed=True)
+            group = self._add(
+                EntityType.METHOD, key, label, "proposed", span, aliases=aliases, proposed=True
+            )
             proposed_keys.append((group.type, group.key))
         proposed_by_key = {k for _, k in proposed_keys}
         for span in doc.spans.get("kg_entities", []):
@@ -227,8 +237,9 @@ class _Assembly:
             sub = self.doc[words[i].i : span.end]
             sub_key = canonical_key(sub.text)
             if sub_key and sub_key != key and sub_key in self.ex._task_lexicon:
-                self._add(EntityType.TASK, sub_key, display_label(sub.text), "lexicon", sub,
-                          broader=True)
+                self._add(
+                    EntityType.TASK, sub_key, display_label(sub.text), "lexicon", sub, broader=True
+                )
                 return
 
     def _add_paradigm(self, span: Span, key: str) -> None:
@@ -251,8 +262,10 @@ class _Assembly:
                 continue
             group.mentions.sort(key=lambda m: (m.start, m.end))
             source = group.source
-            component = "kg_proposed" if source == "proposed" else _SOURCE_COMPONENT.get(
-                source, "kg_entities"
+            component = (
+                "kg_proposed"
+                if source == "proposed"
+                else _SOURCE_COMPONENT.get(source, "kg_entities")
             )
             confidence = 0.8 if source == "proposed" else _SOURCE_CONFIDENCE.get(source, 0.5)
             if len(group.mentions) > 1:
@@ -306,8 +319,10 @@ class _Assembly:
             if m:
                 cut = self.cleaned.to_original(span.start_char + m.end(), span.end_char)[0]
                 after = [
-                    e for e in inside
-                    if e.type is EntityType.METHOD and not e.proposed
+                    e
+                    for e in inside
+                    if e.type is EntityType.METHOD
+                    and not e.proposed
                     and any(mm.start >= cut and mm.end <= end for mm in e.mentions)
                 ]
                 baseline = after[0] if after else None

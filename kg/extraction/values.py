@@ -27,7 +27,8 @@ _VALUE = re.compile(
 _BIG_O = re.compile(r"(?<![A-Za-z])(?P<sym>O|Ω|Θ|o|ω|Õ)\s?\(")
 # Upper-case words after a number that are not units.
 _NOT_UNITS = frozenset(
-    ["The", "In", "On", "For", "We", "Our", "This", "It", "A", "An", "And", "Or", "Of", "To", "At", "By", "As", "Is", "Are", "With", "LLM", "LLMs", "GPU", "GPUs", "CPU", "CPUs"]
+    "The In On For We Our This It A An And Or Of To At By As Is Are With LLM LLMs GPU "  # noqa: SIM905
+    "GPUs CPU CPUs".split()
 )
 
 

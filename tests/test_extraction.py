@@ -1,0 +1,112 @@
+"""The real extractor on the bundled sample: entities, offsets, canonical IRIs, claims."""
+
+from __future__ import annotations
+
+import pickle
+from collections import defaultdict
+
+import pytest
+
+from kg.extraction import EXTRACTOR_VERSION, extract_batch
+from kg.model import EntityType, PaperExtraction, Record
+from kg.readers import read_paths, unique
+from kg.resources import sample_corpus
+from kg.vocab import entity_iri
+
+
+@pytest.fixture(scope="module")
+def records() -> list[Record]:
+    return [r for r in unique(read_paths(sample_corpus())) if isinstance(r, Record)]
+
+
+@pytest.fixture(scope="module")
+def papers(extractor, records: list[Record]) -> list[PaperExtraction]:  # noqa: ANN001
+    return list(extractor.extract(records))
+
+
+def _by_text(papers: list[PaperExtraction], needle: str) -> PaperExtraction:
+    return next(p for p in papers if needle in p.record.abstract)
+
+
+def test_one_extraction_per_record_in_order(papers, records) -> None:  # noqa: ANN001
+    assert [p.record.id for p in papers] == [r.id for r in records]
+    assert all(p.extractor_version == EXTRACTOR_VERSION for p in papers)
+
+
+def test_offsets_point_into_the_original_abstract(papers) -> None:  # noqa: ANN001
+    for paper in papers:
+        text = paper.record.abstract
+        for entity in paper.entities:
+            assert entity.iri == entity_iri(entity.type.value, entity.key)
+            assert 0.0 <= entity.confidence <= 1.0 and entity.component
+            for m in entity.mentions:
+                assert text[m.start : m.end] == m.text
+                assert m.sentence_start <= m.start < m.end <= m.sentence_end
+        for claim in paper.claims:
+            assert text[claim.start : claim.end] == claim.text
+            assert claim.sentence_start <= claim.start <= claim.end <= claim.sentence_end
+            for v in claim.values:
+                assert text[v.start : v.end] == v.text
+            for slot in (claim.subject, claim.metric, claim.dataset, claim.baseline):
+                assert slot is None or slot in paper.entities
+
+
+def test_proposed_method_with_long_form(papers) -> None:  # noqa: ANN001
+    paper = _by_text(papers, "PURGE")
+    proposed = paper.of_type(EntityType.METHOD, proposed=True)
+    purge = next(e for e in proposed if e.label == "PURGE")
+    assert "Policy Unlearning through Relative Group Erasure" in purge.aliases
+    assert {m.text for m in purge.mentions} >= {
+        "PURGE",
+        "Policy Unlearning through Relative Group Erasure",
+    }
+
+
+def test_latex_values_and_labels(papers) -> None:  # noqa: ANN001
+    paper = _by_text(papers, "PURGE")
+    values = {(v.text, v.number, v.unit) for c in paper.claims for v in c.values}
+    assert (r"$\times$46", 46.0, "×") in values
+    assert (r"+5.48\%", 5.48, "%") in values
+    labels = {e.label for p in papers for e in p.entities}
+    assert not any("$" in label or "\\" in label for label in labels)
+
+
+def test_shared_concepts_link_three_papers(papers) -> None:  # noqa: ANN001
+    papers_of: dict[str, set[str]] = defaultdict(set)
+    for paper in papers:
+        for entity in paper.entities:
+            papers_of[entity.iri].add(paper.record.id)
+    assert len(papers_of[entity_iri("Task", "contrastive-learning")]) >= 3
+    assert len(papers_of[entity_iri("Task", "unlearning")]) >= 3
+
+
+def test_no_generic_words_alone(papers) -> None:  # noqa: ANN001
+    generic = {"method", "model", "approach", "framework", "data", "performance"}
+    assert not [e.label for p in papers for e in p.entities if e.label.lower() in generic]
+
+
+def test_deterministic(extractor, records) -> None:  # noqa: ANN001
+    first = [p.to_json() for p in extractor.extract(records[:5])]
+    again = [p.to_json() for p in extractor.extract(records[:5])]
+    assert first == again
+
+
+def test_extract_batch_is_picklable_and_matches(extractor, records) -> None:  # noqa: ANN001
+    assert pickle.loads(pickle.dumps(extract_batch)) is extract_batch
+    batch = extract_batch(records[:3])
+    assert [p.to_json() for p in batch] == [p.to_json() for p in extractor.extract(records[:3])]
+
+
+def test_to_json_keys(papers) -> None:  # noqa: ANN001
+    obj = papers[0].to_json()
+    assert set(obj) == {
+        "id",
+        "title",
+        "abstract",
+        "tasks",
+        "methods",
+        "proposed_methods",
+        "datasets",
+        "metrics",
+        "claims",
+    }
