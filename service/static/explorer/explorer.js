@@ -331,7 +331,15 @@
         onclick: () => { const n = cy.getElementById(node.iri); if (n.nonempty()) expand(n); },
       }, "Expand")));
     if (node.abstract) {
-      parts.push(el("h3", {}, "Abstract"), el("p", { class: "abstract" }, node.abstract));
+      const abstract = el("p", { class: "abstract clamped" }, node.abstract);
+      const more = el("button", {
+        type: "button", class: "more",
+        onclick: () => {
+          const open = abstract.classList.toggle("clamped");
+          more.textContent = open ? "more" : "less";
+        },
+      }, "more");
+      parts.push(el("h3", {}, "Abstract"), abstract, more);
     }
     if (node.entities && node.entities.length) {
       parts.push(el("h3", {}, `Entities (${node.entities.length})`), el("ul", { class: "entities" },
@@ -407,6 +415,11 @@
   function pick(iri, type) {
     state.focus = iri;
     state.focusType = type;
+    if (type === "Paper" && state.projection === "entity") {
+      // Papers are not nodes of the co-occurrence graph: show them with their entities.
+      state.projection = "bipartite";
+      $("projection").value = "bipartite";
+    }
     // Around an entity, depth 2 reaches its papers and what they name; around a paper, 1 does.
     state.depth = state.projection === "bipartite" && type !== "Paper" ? 2 : 1;
     $("depth").value = String(state.depth);
