@@ -19,6 +19,7 @@ store they run in a thread bounded by the HTTP client's timeout.
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import re
 from pathlib import Path
@@ -138,11 +139,12 @@ def _iris(params: list[tuple[str, str]], name: str) -> list[str] | None:
 async def query_endpoint(request: Request) -> Response:
     """SPARQL 1.1 Protocol query operation (GET and POST)."""
     text, params = await _operation(request, "query", QUERY_TYPE)
-    ranges = neg.parse_accept(request.headers.get("accept"))
+    accept = request.headers.get("accept")
     if text is None:
         if any(k == "update" for k, _ in params):
             raise BadRequest("updates go to /sparql/update (POST)")
         if request.method == "GET":
+            ranges = neg.parse_accept(accept)
             if neg.prefers_html(ranges):
                 return FileResponse(STATIC / "sparql.html", media_type="text/html")
             explicit_rdf = [
@@ -157,12 +159,12 @@ async def query_endpoint(request: Request) -> Response:
     check_remote_access(text, settings.service_allowlist)
     req = {
         "query": text,
-        "base_iri": str(request.url.replace(query="", fragment="")),
+        "base_iri": _endpoint_iri(request),
         "default_graph": _iris(params, "default-graph-uri"),
         "named_graphs": _iris(params, "named-graph-uri"),
         "limit": settings.result_limit,
         "prefixes": PREFIXES,
-        **_formats(params, ranges),
+        **_formats(params, accept),
     }
     pool: QueryPool | None = request.app.state.query_pool
     cache: ResultCache | None = request.app.state.query_cache
@@ -197,10 +199,10 @@ async def query_endpoint(request: Request) -> Response:
         raise Problem(str(exc), status=500, slug="query-worker") from None
     if outcome[0] == "ok":
         return Response(outcome[2], media_type=outcome[1], headers={"Vary": "Accept"})
-    raise _error(outcome[1], outcome[2], settings.result_limit, ranges)
+    raise _error(outcome[1], outcome[2], settings.result_limit)
 
 
-def _formats(params: list[tuple[str, str]], ranges: list[neg.Range]) -> dict[str, str | None]:
+def _formats(params: list[tuple[str, str]], accept: str | None) -> dict[str, str | None]:
     """The media type to use for each result kind: by ``format`` parameter, else by Accept."""
     names = [v for k, v in params if k == "format"]
     if names:
@@ -216,13 +218,30 @@ def _formats(params: list[tuple[str, str]], ranges: list[neg.Range]) -> dict[str
             raise BadRequest(
                 f"unknown format {names[-1]!r}; known: {', '.join(known)}", parameter="format"
             )
-    else:
-        chosen = {
-            "select_format": neg.choose(ranges, neg.SELECT_FORMATS),
-            "ask_format": neg.choose(ranges, neg.ASK_FORMATS),
-            "graph_format": neg.choose(ranges, neg.GRAPH_FORMATS),
-        }
-    return {k: (f.media_type if f else None) for k, f in chosen.items()}
+        return {k: (f.media_type if f else None) for k, f in chosen.items()}
+    return dict(_by_accept(accept))
+
+
+@functools.lru_cache(maxsize=512)
+def _by_accept(accept: str | None) -> tuple[tuple[str, str | None], ...]:
+    """The media type per result kind for an Accept header (clients send few distinct ones)."""
+    ranges = neg.parse_accept(accept)
+    chosen = {
+        "select_format": neg.choose(ranges, neg.SELECT_FORMATS),
+        "ask_format": neg.choose(ranges, neg.ASK_FORMATS),
+        "graph_format": neg.choose(ranges, neg.GRAPH_FORMATS),
+    }
+    return tuple((k, f.media_type if f else None) for k, f in chosen.items())
+
+
+def _endpoint_iri(request: Request) -> str:
+    """The endpoint's own URL without query: the base IRI of relative IRIs."""
+    scope = request.scope
+    host = request.headers.get("host")
+    if not host:
+        server = scope.get("server") or ("localhost", None)
+        host = f"{server[0]}:{server[1]}" if server[1] else server[0]
+    return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}{scope['path']}"
 
 
 def _run_in_thread(store: Any, req: dict[str, Any]) -> tuple:
@@ -250,7 +269,7 @@ def syntax_problem(what: str, message: str) -> Problem:
     return QuerySyntaxError(f"the {what} does not parse: {message}", **where)
 
 
-def _error(kind: str, detail: Any, limit: int, ranges: list[neg.Range]) -> Problem:
+def _error(kind: str, detail: Any, limit: int) -> Problem:
     if kind == "syntax":
         return syntax_problem("query", str(detail))
     if kind == "too_many":
