@@ -105,7 +105,7 @@ STYLE = frozenset(
     "mathbb mathsf mathtt boldsymbol bm operatorname mbox hat tilde bar widehat widetilde "
     "overline vec left right big Big bigg Bigg".split()
 )
-_COMMAND = re.compile(r"\\([A-Za-z]+|.)")
+_COMMAND = re.compile(r"\\([A-Za-z]+|.)", re.DOTALL)  # DOTALL: a backslash may end a line
 
 
 @dataclass(frozen=True, slots=True)
