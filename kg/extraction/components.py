@@ -31,7 +31,7 @@ from spacy.tokens import Doc, Span, Token
 from spacy.util import filter_spans, registry
 
 from kg.extraction.abbreviations import find_abbreviations
-from kg.extraction.canonical import is_acronym, word_list
+from kg.extraction.canonical import canonical_key, expand_acronym, is_acronym, word_list
 
 if not Doc.has_extension("kg_abbreviations"):
     Doc.set_extension("kg_abbreviations", default=None)
@@ -150,7 +150,10 @@ def make_lexicon(nlp: Language, name: str, *, lexicon: list[dict[str, Any]]) -> 
 
 _LEADING_DROP = word_list("leading_drop")
 _ENUMERATOR = re.compile(r"^(?:\d{1,2}|[ivx]{1,4}|[a-h])\)?$")
-_MATH = re.compile(r"[\^=∈≤≥<>/*√∑∏θ]|\d\)")
+_MATH = re.compile(r"[\^=∈≤≥<>/*√∑∏θ×]|\d\)")
+_GENERIC_PHRASES = word_list("generic_phrases")
+_PLURAL_CLASS_HEADS = word_list("plural_class_heads")
+_WEAK_HEADS = word_list("weak_task_heads")
 _TRAILING_DROP = frozenset(["'s", "'", "-", ",", ";", ":", "(", ")", "[", "]"])
 
 
@@ -214,9 +217,24 @@ class EntityCollector:
         return None
 
     def is_generic(self, span: Span) -> bool:
-        """Whether a span is only generic words ("the proposed method", "our data")."""
+        """Whether a span is only generic words ("the proposed method", "deep learning")."""
         words = [t.lower_ for t in span if not t.is_punct]
-        return all(w in self.generic or w in _LEADING_DROP or len(w) < 2 for w in words)
+        if all(w in self.generic or w in _LEADING_DROP or len(w) < 2 for w in words):
+            return True
+        return canonical_key(span.text) in _GENERIC_PHRASES
+
+    @staticmethod
+    def specific(span: Span) -> bool:
+        """Whether a phrase with a vague head has a noun-like modifier.
+
+        "token-retrieval task" and "physical control tasks" name something;
+        "downstream tasks", "theoretical understanding" do not.
+        """
+        if span[-1].lower_ not in _WEAK_HEADS:
+            return True
+        return any(
+            t.pos_ in ("NOUN", "PROPN") or "-" in t.text or is_acronym(t.text) for t in span[:-1]
+        )
 
     @staticmethod
     def well_formed(span: Span) -> bool:
@@ -225,6 +243,10 @@ class EntityCollector:
             return False
         if _MATH.search(span.text) or span.text.count("(") != span.text.count(")"):
             return False
+        if any(t.pos_ == "CCONJ" for t in span):
+            return False  # "RGB and depth inputs": a coordination, not one entity
+        if len(span) > 1 and span[-1].lower_ in _PLURAL_CLASS_HEADS:
+            return False  # "optimization algorithms": a class of methods, not a method
         if any(t.pos_ == "VERB" and t.dep_ == "ROOT" for t in span):
             return False
         last = span[-1]
@@ -245,6 +267,12 @@ class EntityCollector:
         """Decide a mention's type, or None to drop it."""
         head = self.head_type(span)
         if head == "Dataset" or ner_label == "Material":
+            # Datasets must be named, and not by a known method/task acronym ("NTK regime"),
+            # nor be a coordination or carry brackets ("ODE- and PDE-governed environments").
+            if any(t.pos_ == "CCONJ" or t.text in "()" for t in span) or any(
+                expand_acronym(t.text) for t in span
+            ):
+                return None
             if head == "Dataset" and len(span) > 1 and self._named(span[:-1]):
                 return "Dataset"
             if ner_label == "Material" and self._named(span) and not head:
@@ -298,8 +326,14 @@ class EntityCollector:
                 if trimmed[-1].pos_ not in ("NOUN", "PROPN") or not self.well_formed(trimmed):
                     continue
                 kind = self.head_type(trimmed)
+                if kind == "Dataset":
+                    kind = self.type_of(trimmed, None)
                 # A bare head word ("prediction") is too vague to be an entity on its own.
-                if kind in ("Task", "Metric") and len(trimmed) >= 2:
+                if (
+                    kind in ("Task", "Metric", "Dataset")
+                    and len(trimmed) >= 2
+                    and self.specific(trimmed)
+                ):
                     candidates.append(
                         Span(doc, trimmed.start, trimmed.end, label=kind, kb_id="head")
                     )
@@ -511,14 +545,21 @@ class ProposalDetector:
             if tok.lower_ in _STOP_AT or tok.text == "(":
                 break
             chunk_end = tok.i + 1
-            if tok.pos_ == "NOUN" and tok.head.i >= region.end - 1 and tok.dep_ != "compound":
-                if tok.lower_ in _GENERIC_HEADS:
-                    # "a framework for unbiased gradient estimation": keep the for-phrase.
+            outside = not region.start <= tok.head.i < region.end
+            if tok.pos_ == "NOUN" and (outside or tok.dep_ == "appos") and tok.dep_ != "compound":
+                if tok.lower_ in _GENERIC_HEADS or tok.lower_ in _ARTIFACT_HEADS:
+                    # "a framework for unbiased gradient estimation": keep the for-phrase,
+                    # up to a nested preposition ("… systems under adversarial noise").
                     preps = [
                         c for c in tok.rights if c.dep_ == "prep" and c.lower_ in ("for", "of")
                     ]
                     if preps:
-                        chunk_end = min(preps[0].right_edge.i + 1, region.end, tok.i + 8)
+                        end = min(preps[0].right_edge.i + 1, region.end, tok.i + 8)
+                        for inner in doc[preps[0].i + 1 : end]:
+                            if inner.pos_ == "ADP" or inner.lower_ in _STOP_AT:
+                                end = inner.i
+                                break
+                        chunk_end = end
                 break
         span = trim_span(doc[region.start : chunk_end])
         if span is None or len(span) > 10 or all(t.lower_ in _GENERIC_HEADS for t in span):
@@ -526,6 +567,8 @@ class ProposalDetector:
         heads = [t for t in span if t.pos_ == "NOUN" and t.lower_ in _ARTIFACT_HEADS]
         if not heads:
             return None
+        if all(t.pos_ == "ADJ" or t.lower_ in _ARTIFACT_HEADS for t in span):
+            return None  # "a theoretical framework": a kind of work, not a named artefact
         return span
 
     def __call__(self, doc: Doc) -> Doc:
@@ -552,11 +595,47 @@ class ProposalDetector:
                 )
             else:
                 span = self.proposal(trigger, called=(rule == "named"))
+            if span is not None and _MATH.search(span.text):
+                continue
             if span is not None and all(span.end <= f.start or span.start >= f.end for f in found):
                 found.append(Span(doc, span.start, span.end, label="Method", kb_id=rule))
         found.sort(key=lambda s: s.start)
-        doc.spans["kg_proposed"] = found[: self.max_per_doc]
+        found = found[: self.max_per_doc]
+        found += self.named_parts(doc, found)
+        doc.spans["kg_proposed"] = sorted(found, key=lambda s: s.start)
         return doc
+
+    def named_parts(self, doc: Doc, proposals: list[Span]) -> list[Span]:
+        """Named parts of a proposal: "PFT3A contains the Class Prior Estimating module".
+
+        In a sentence that introduces or names a proposal, a name followed by an
+        artefact head ("module", "denoiser", "criterion") is also the paper's own.
+        """
+        names = {p.text for p in proposals}
+        sents = {p.sent.start: p.sent for p in proposals}
+        for sent in _sentences(doc):
+            if any(t.text in names and t.dep_ in ("nsubj", "nsubjpass") for t in sent):
+                sents.setdefault(sent.start, sent)
+        parts: list[Span] = []
+        taken = list(proposals)
+        for start in sorted(sents):
+            sent = sents[start]
+            i = sent.start
+            while i < sent.end:
+                run = name_run(doc[i : sent.end])
+                if run is None:
+                    break
+                i = run.end
+                if run.end >= sent.end or doc[run.end].lower_ not in _ARTIFACT_HEADS:
+                    continue
+                span = doc[run.start : run.end + 1]
+                if span.text in names or _MATH.search(span.text) or expand_acronym(run.text):
+                    continue
+                if all(span.end <= t.start or span.start >= t.end for t in taken):
+                    part = Span(doc, span.start, span.end, label="Method", kb_id="part")
+                    parts.append(part)
+                    taken.append(part)
+        return parts[: self.max_per_doc]
 
 
 @Language.factory(
