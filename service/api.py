@@ -16,6 +16,7 @@ Filters that name an entity (``task``, ``method``, ``subject``…) accept its IR
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import threading
 from collections.abc import Iterator, Mapping
@@ -37,6 +38,7 @@ from service.deps import get_store, require_update_token
 from service.errors import InvalidParameter, NotAcceptable, NotFound
 
 router = APIRouter()
+log = logging.getLogger("kg.service")
 
 MAX_PAGE = 200
 MAX_OFFSET = 1_000_000
@@ -277,7 +279,10 @@ class RecordResult(BaseModel):
 
     record: int = Field(description="1-based position in the request")
     id: str | None = None
-    status: str = Field(description="added, updated, unchanged, duplicate or rejected")
+    status: str = Field(
+        description="added, updated, unchanged, duplicate, rejected (bad record) or failed "
+                    "(the extractor failed on it: a server-side error, logged)"
+    )
     reason: str | None = None
     href: str | None = None
     extraction: dict[str, Any] | None = Field(
@@ -734,7 +739,6 @@ async def post_papers(
     ``venue``, ``keywords``, ``url`` (the fields ``kg ingest`` reads from JSON);
     without an id, one is derived from the abstract. Each record's outcome is
     reported; bad records do not stop the others."""
-    from kg.ingest import ingest_items
     from kg.readers import _from_object  # the JSON-record rules `kg ingest` uses
 
     records = body if isinstance(body, list) else [body]
@@ -746,14 +750,11 @@ async def post_papers(
     ids = [i.id for i in items if not isinstance(i, Rejected)]
     extractor = await asyncio.to_thread(_extractor, request)
 
-    def work() -> tuple[dict[str, str], Any]:
-        before = store.paper_hashes(ids)
-        report = ingest_items(items, store, extractor=extractor, keep_extractions=True)
-        return before, report
-
     async with request.app.state.write_lock:
-        before, report = await asyncio.to_thread(work)
-    extracted = {e.record.id: e for e in report.extractions}
+        before, reports, failed = await asyncio.to_thread(_ingest, store, extractor, items, ids)
+    extracted = {e.record.id: e for r in reports for e in r.extractions}
+    counts = {key: sum(getattr(r, key) for r in reports)
+              for key in ("added", "updated", "unchanged", "duplicates")}
     results: list[dict[str, Any]] = []
     seen: set[str] = set()
     for n, item in enumerate(items, start=1):
@@ -764,6 +765,10 @@ async def post_papers(
         if item.id in seen:
             entry["status"] = "duplicate"
             entry["reason"] = "an earlier record of this request has the same id"
+        elif n in failed:
+            entry["status"] = "failed"
+            entry["reason"] = failed[n]
+            entry["href"] = None
         elif item.id in extracted:
             entry["status"] = "updated" if item.id in before else "added"
             entry["extraction"] = extracted[item.id].to_json()
@@ -771,22 +776,49 @@ async def post_papers(
             entry["status"] = "unchanged"
         seen.add(item.id)
         results.append(entry)
-    if not ids:
+    stored = counts["added"] + counts["updated"] + counts["unchanged"]
+    if not stored:
         raise InvalidParameter(
             "invalid parameter: body: no record could be used",
             errors=[{"parameter": "body", "in": "body", "record": r["record"],
-                     "message": r["reason"]} for r in results],
+                     "message": r["reason"]} for r in results if r.get("reason")],
         )
-    if not report.added and not report.updated:
+    if not counts["added"] and not counts["updated"]:
         response.status_code = 200
-    return {
-        "added": report.added,
-        "updated": report.updated,
-        "unchanged": report.unchanged,
-        "duplicates": report.duplicates,
-        "rejected": len(report.rejected),
-        "results": results,
-    }
+    return {**counts, "rejected": sum(r["status"] in {"rejected", "failed"} for r in results),
+            "results": results}
+
+
+def _ingest(
+    store: GraphStore, extractor: Any, items: list[Any], ids: list[str]
+) -> tuple[dict[str, str], list[Any], dict[int, str]]:
+    """Ingest the request's items: the stored hashes before, the ingest reports, and
+    the records (by 1-based position) the extractor failed on."""
+    from kg.ingest import ingest_items
+
+    before = store.paper_hashes(ids)
+    try:
+        return before, [ingest_items(items, store, extractor=extractor, keep_extractions=True)], {}
+    except Exception:
+        # An abstract that breaks the extractor is a bug on our side, logged with its
+        # traceback; it must not sink the other records of the request, so they are
+        # retried one by one (nothing was written: a batch is written after extraction).
+        log.exception("extraction failed on a POST /papers batch; retrying record by record")
+    reports: list[Any] = []
+    failed: dict[int, str] = {}
+    seen: set[str] = set()
+    for n, item in enumerate(items, start=1):
+        if isinstance(item, Rejected) or item.id in seen:
+            continue
+        seen.add(item.id)
+        try:
+            reports.append(
+                ingest_items([item], store, extractor=extractor, keep_extractions=True)
+            )
+        except Exception:
+            log.exception("extraction failed on record %d (id %r) of a POST /papers", n, item.id)
+            failed[n] = "extraction failed (a server-side error, logged); the record was not stored"
+    return before, reports, failed
 
 
 @router.delete(

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from kg.ingest import extractor_version
 from service.app import create_app
 from service.settings import Settings
 
@@ -124,3 +125,36 @@ def test_duplicate_ids_in_one_request(writable: TestClient) -> None:
     response = writable.post("/papers", json=[GOOD, {**GOOD, "title": "Other"}], headers=AUTH)
     assert response.status_code == 201
     assert [r["status"] for r in response.json()["results"]] == ["added", "duplicate"]
+
+
+class FailingOn:
+    """The real extractor, made to fail on abstracts holding a marker (fault injection)."""
+
+    def __init__(self, inner: Any, marker: str) -> None:
+        self.inner = inner
+        self.marker = marker
+        self.version = extractor_version(inner)
+
+    def extract(self, records: Any) -> Any:
+        def checked(stream: Any) -> Any:
+            for record in stream:
+                if self.marker in record.abstract:
+                    raise RuntimeError("injected extractor fault")
+                yield record
+
+        return self.inner.extract(checked(records))
+
+
+def test_extractor_failure_is_isolated_per_record(writable: TestClient, extractor: Any) -> None:
+    writable.app.state.extractor = FailingOn(extractor, "EXPLODE")
+    poison = {**GOOD, "id": "poison", "abstract": GOOD["abstract"] + " EXPLODE."}
+    response = writable.post("/papers", json=[poison, GOOD], headers=AUTH)
+    assert response.status_code == 201, response.text
+    results = response.json()["results"]
+    assert [r["status"] for r in results] == ["failed", "added"]
+    assert "server-side" in results[0]["reason"]
+    assert writable.get("/papers/poison").status_code == 404
+    assert writable.get("/papers/rest-test-1").status_code == 200
+    only_poison = writable.post("/papers", json=poison, headers=AUTH)
+    assert only_poison.status_code == 422
+    assert only_poison.json()["errors"][0]["record"] == 1
