@@ -151,7 +151,7 @@ def make_lexicon(nlp: Language, name: str, *, lexicon: list[dict[str, Any]]) -> 
 _LEADING_DROP = word_list("leading_drop")
 _ENUMERATOR = re.compile(r"^(?:\d{1,2}|[ivx]{1,4}|[a-h])\)?$")
 _MATH = re.compile(r"[\^=∈≤≥<>/*√∑∏θ×]|\d\)")
-_GENERIC_PHRASES = word_list("generic_phrases")
+_GENERIC_PHRASES = frozenset(canonical_key(p) for p in word_list("generic_phrases"))
 _PLURAL_CLASS_HEADS = word_list("plural_class_heads")
 _WEAK_HEADS = word_list("weak_task_heads")
 _TRAILING_DROP = frozenset(["'s", "'", "-", ",", ";", ":", "(", ")", "[", "]"])
@@ -232,6 +232,8 @@ class EntityCollector:
         """
         if span[-1].lower_ not in _WEAK_HEADS:
             return True
+        if len(span) == 1:
+            return False
         return any(
             t.pos_ in ("NOUN", "PROPN") or "-" in t.text or is_acronym(t.text) for t in span[:-1]
         )
@@ -293,7 +295,9 @@ class EntityCollector:
             trimmed = trim_span(ent)
             if trimmed is None or len(trimmed) > self.max_tokens or self.is_generic(trimmed):
                 continue
-            if not self.well_formed(trimmed) or not self.has_evidence(trimmed):
+            if not self.well_formed(trimmed) or not self.specific(trimmed):
+                continue
+            if ent.label_ != "Method" and not self.has_evidence(trimmed):
                 continue
             kind = self.type_of(trimmed, ent.label_)
             if kind:
@@ -631,6 +635,11 @@ class ProposalDetector:
                 span = doc[run.start : run.end + 1]
                 if span.text in names or _MATH.search(span.text) or expand_acronym(run.text):
                     continue
+                if any(
+                    lex.start < run.end and run.start < lex.end
+                    for lex in doc.spans.get("kg_lexicon", [])
+                ):
+                    continue  # a known method ("the GRPO framework") is not the paper's own
                 if all(span.end <= t.start or span.start >= t.end for t in taken):
                     part = Span(doc, span.start, span.end, label="Method", kb_id="part")
                     parts.append(part)
