@@ -163,7 +163,11 @@ def map_paper(extraction: PaperExtraction) -> PaperQuads:
         add(st, RDF.object, e)
         provenance(st, entity.component, entity.confidence)
         for m in entity.mentions:
-            mn = NamedNode(f"{p.value}/mention/{m.start}-{m.end}/{entity.type.value.lower()}")
+            # One span may name two entities ("LLM unlearning" is also "unlearning"),
+            # so the entity is part of the mention's identity.
+            mn = NamedNode(
+                f"{p.value}/mention/{m.start}-{m.end}/{entity.type.value.lower()}/{_tail(entity.iri)}"
+            )
             add(mn, RDF.type, KG.Mention)
             add(mn, KG.inPaper, p)
             add(mn, KG.denotes, e)

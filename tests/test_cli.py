@@ -79,14 +79,23 @@ def test_ingest_query_stats_export_validate(tmp_path: Path) -> None:
     assert valid.returncode == 0 and "0 violations" in valid.stdout
 
 
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
 @pytest.mark.parametrize(
     ("setup", "message"),
     [
         (lambda d: d / "missing.txt", "no such file"),
         (lambda d: d, "is a directory"),
-        (lambda d: (d / "empty.txt").write_bytes(b"") and d / "empty.txt", "empty file"),
-        (lambda d: (d / "bin.jsonl").write_bytes(os.urandom(2048).replace(b"\n", b"")) and d / "bin.jsonl",
-         "UTF-8"),
+        (lambda d: _write(d / "empty.txt", b""), "empty file"),
+        (lambda d: _write(d / "bin.jsonl", os.urandom(2048).replace(b"\n", b"")), "UTF-8"),
+        (lambda d: _write(d / "huge.jsonl", json.dumps({"abstract": "word " * 1_000_000}).encode()),
+         "more than"),
+        (lambda d: _write(d / "zh.jsonl", json.dumps(
+            {"abstract": "我们提出了一种新的图学习方法，并证明它在三个基准上优于最强的基线。" * 3},
+            ensure_ascii=False).encode()), "English"),
     ],
 )
 def test_ingest_bad_input_is_one_line_and_nonzero(tmp_path: Path, setup, message: str) -> None:  # noqa: ANN001
