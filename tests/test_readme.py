@@ -1,0 +1,43 @@
+"""The README's promises stay true: CI runs its test command, and it documents
+every setting and command."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def _fenced_line_after(marker: str) -> str:
+    match = re.search(re.escape(marker) + r"\s*```(?:bash|sh)?\n(.+?)\n```", README, re.S)
+    assert match, f"README has no code block after {marker!r}"
+    return match.group(1).strip()
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    command = _fenced_line_after("<!-- test-command -->")
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert command in ci.splitlines(), "`.ci/run` must run the README's test command verbatim"
+
+
+def test_readme_has_the_main_command() -> None:
+    command = _fenced_line_after("<!-- main-command -->")
+    assert command.endswith("kg serve")
+
+
+def test_every_environment_variable_is_documented() -> None:
+    names: set[str] = set()
+    for path in [*REPO.glob("kg/**/*.py"), *REPO.glob("service/**/*.py")]:
+        names |= set(re.findall(r"[\"'](KG_[A-Z_]+)[\"']", path.read_text(encoding="utf-8")))
+    names |= set(re.findall(r"envvar=\"(KG_[A-Z_]+)\"", (REPO / "kg" / "cli.py").read_text()))
+    missing = sorted(n for n in names if n not in README)
+    assert not missing, f"README does not document {missing}"
+
+
+def test_every_cli_command_is_documented() -> None:
+    from kg.cli import main
+
+    missing = [name for name in main.commands if f"kg {name}" not in README]
+    assert not missing, f"README does not document commands {missing}"
