@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import itertools
 import re
+import threading
 from collections import defaultdict
-from collections.abc import Container, Iterable
+from collections.abc import Container, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from typing import Literal as TypingLiteral
@@ -183,25 +184,53 @@ def paper_label(title: str | None, snippet: str | None, paper_id: str, width: in
 
 # ------------------------------------------------------------------ building
 
+Edge = tuple[str, str]
+
 
 @dataclass(slots=True)
-class _Data:
-    """Everything the projections need, read once per request."""
+class GraphData:
+    """Everything the projections need, read from the store in four queries."""
 
-    edges: dict[tuple[str, str], set[str]] = field(default_factory=dict)
-    """(paper, entity) → predicates."""
-    papers_of: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
-    entities_of: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """IRI → node attributes, papers and entities."""
+    links: dict[Edge, set[str]] = field(default_factory=dict)
+    """(paper, entity) → the predicates linking them."""
+    entities_of: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    papers_of: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    _pairs: dict[str, dict[str, list[str]]] | None = None
+
+    def pairs(self) -> dict[str, dict[str, list[str]]]:
+        """entity → co-occurring entity → the papers naming both (symmetric; the
+        same list object both ways). Computed once, on first use."""
+        if self._pairs is None:
+            support: dict[str, dict[str, list[str]]] = defaultdict(dict)
+            for paper in sorted(self.entities_of):
+                for a, b in itertools.combinations(sorted(self.entities_of[paper]), 2):
+                    papers = support[a].get(b)
+                    if papers is None:
+                        papers = support[a][b] = support[b][a] = []
+                    papers.append(paper)
+            self._pairs = dict(support)
+        return self._pairs
+
+    def neighbours(self, node: str) -> set[str]:
+        """The node's neighbours in the paper–entity graph."""
+        return self.entities_of.get(node) or self.papers_of.get(node) or set()
+
+    def oriented(self, a: str, b: str) -> Edge:
+        """The direction an entity–entity edge is drawn in: by type rank, then IRI."""
+        ra, rb = _RANK[self.nodes[a]["type"]], _RANK[self.nodes[b]["type"]]
+        return (a, b) if (ra, a) <= (rb, b) else (b, a)
 
 
-def _read(store: GraphStore) -> _Data:
-    data = _Data()
+def read_graph_data(store: GraphStore) -> GraphData:
+    """Read the paper–entity graph with its node attributes (four named queries)."""
+    data = GraphData()
+    papers_of: dict[str, set[str]] = defaultdict(set)
     for row in run(store, "edges"):
         paper, entity = row["paper"], row["entity"]
-        data.edges.setdefault((paper, entity), set()).add(row["predicate"])
-        data.papers_of[entity].add(paper)
-        data.entities_of[paper].add(entity)
+        data.links.setdefault((paper, entity), set()).add(row["predicate"])
+        papers_of[entity].add(paper)
     for row in run(store, "papers"):
         iri = row["node"]
         pid = row.get("id") or local_name(iri)
@@ -217,50 +246,48 @@ def _read(store: GraphStore) -> _Data:
         aliases[row["node"]].append(clean_text(row["alias"]))
     for row in run(store, "entities"):
         iri = row["node"]
-        if iri not in data.papers_of or iri in data.nodes:
+        if iri not in papers_of or iri in data.nodes:
             continue  # entities named only by claims are not drawn; one type per node
         label = clean_text(row.get("label") or "") or local_name(iri)
         data.nodes[iri] = {
             "iri": iri,
             "label": label,
             "type": local_name(row["type"]),
-            "paper_count": len(data.papers_of[iri]),
+            "paper_count": len(papers_of[iri]),
             "aliases": "; ".join(sorted({a for a in aliases[iri] if a and a != label})),
         }
+    # Keep only links whose both ends are drawable nodes.
+    data.links = {k: v for k, v in data.links.items() if k[0] in data.nodes and k[1] in data.nodes}
+    for paper, entity in data.links:
+        data.entities_of[paper].add(entity)
+        data.papers_of[entity].add(paper)
     return data
 
 
-def _bipartite(data: _Data) -> nx.DiGraph:
-    graph = nx.DiGraph()
-    for iri, attrs in data.nodes.items():
-        graph.add_node(iri, **attrs)
-    for (paper, entity), predicates in data.edges.items():
-        if paper in data.nodes and entity in data.nodes:
-            graph.add_edge(paper, entity, predicate=" ".join(sorted(predicates)),
-                           weight=1, papers=[paper])
-    return graph
+class GraphDataCache:
+    """The last :class:`GraphData` read, reused while the caller's token is unchanged.
 
+    The service passes a token that changes whenever the store is written (the
+    query pool's generation), so exploring a graph does not re-read the store
+    on every click.
+    """
 
-def _entity(data: _Data) -> nx.DiGraph:
-    graph = nx.DiGraph()
-    for iri, attrs in data.nodes.items():
-        if attrs["type"] != "Paper":
-            graph.add_node(iri, **attrs)
-    support: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for paper, entities in data.entities_of.items():
-        present = sorted(e for e in entities if e in graph)
-        for a, b in itertools.combinations(present, 2):
-            support[_oriented(graph, a, b)].add(paper)
-    for (a, b), papers in support.items():
-        ta, tb = graph.nodes[a]["type"], graph.nodes[b]["type"]
-        graph.add_edge(a, b, predicate=_PAIR_PREDICATE.get((ta, tb), CO_OCCURS),
-                       weight=len(papers), papers=sorted(papers))
-    return graph
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key: tuple[int, Hashable] | None = None
+        self._data: GraphData | None = None
 
-
-def _oriented(graph: nx.DiGraph, a: str, b: str) -> tuple[str, str]:
-    ra, rb = _RANK[graph.nodes[a]["type"]], _RANK[graph.nodes[b]["type"]]
-    return (a, b) if (ra, a) <= (rb, b) else (b, a)
+    def get(self, store: GraphStore, token: Hashable) -> GraphData:
+        """The store's graph data for this token (read now when the token is new)."""
+        key = (id(store), token)
+        with self._lock:
+            if self._key == key and self._data is not None:
+                return self._data
+        data = read_graph_data(store)
+        data.pairs()  # computed here, once, rather than by the first entity-graph request
+        with self._lock:
+            self._key, self._data = key, data
+        return data
 
 
 def resolve_focus(store: GraphStore, focus: str, known: Container[str] | None = None) -> str:
@@ -288,39 +315,91 @@ def resolve_focus(store: GraphStore, focus: str, known: Container[str] | None = 
     raise FocusNotFound(focus)
 
 
-def build_graph(store: GraphStore, request: GraphRequest | None = None) -> nx.DiGraph:
-    """The graph a request asks for, ready for :mod:`kg.exporters`."""
-    request = request or GraphRequest()
-    data = _read(store)
-    full = _bipartite(data) if request.projection == "bipartite" else _entity(data)
-    focus = resolve_focus(store, request.focus, full.nodes) if request.focus else None
+def build_graph(
+    store: GraphStore, request: GraphRequest | None = None, *, data: GraphData | None = None
+) -> nx.DiGraph:
+    """The graph a request asks for, ready for :mod:`kg.exporters`.
 
-    graph = _filter(full, request, focus)
+    ``data`` is the store's graph data when the caller has it already (see
+    :class:`GraphDataCache`). The work runs on plain dicts; networkx gets only
+    what is finally drawn.
+    """
+    request = request or GraphRequest()
+    data = data or read_graph_data(store)
+    focus = resolve_focus(store, request.focus, data.nodes) if request.focus else None
+    bipartite = request.projection == "bipartite"
+    pairs = {} if bipartite else data.pairs()
+
+    # The projection's nodes and edges, filtered by type and support, are walked
+    # lazily: a neighbourhood costs what it touches, not the whole store.
+    def wanted(n: str) -> bool:
+        attrs = data.nodes[n]
+        if n == focus:
+            return bipartite or attrs["type"] != "Paper"
+        if attrs["type"] not in request.types:
+            return False
+        if bipartite:
+            # Every bipartite edge has one paper behind it, so the support
+            # threshold applies to the entity: the papers that name it.
+            return attrs["type"] == "Paper" or attrs["paper_count"] >= request.min_support
+        return attrs["type"] != "Paper"
+
+    def neighbours(n: str) -> Iterable[str]:
+        if bipartite:
+            return (m for m in data.neighbours(n) if wanted(m))
+        return (m for m, papers in pairs.get(n, {}).items()
+                if len(papers) >= request.min_support and wanted(m))
+
+    # 1. What to draw: the focus's neighbourhood, or every wanted node.
     distance: dict[str, int] = {}
     if focus is not None:
-        distance = nx.single_source_shortest_path_length(
-            graph.to_undirected(as_view=True), focus, cutoff=request.depth
-        )
-        graph = graph.subgraph(distance).copy()
+        if wanted(focus):
+            distance, first = {focus: 0}, 1
+        else:
+            # A paper in the entity projection: its entities are the first hop.
+            distance = {e: 1 for e in data.entities_of.get(focus, ()) if wanted(e)}
+            first = 2
+        frontier = list(distance)
+        for hop in range(first, request.depth + 1):
+            frontier = [m for n in frontier for m in neighbours(n) if m not in distance]
+            for m in frontier:
+                distance.setdefault(m, hop)
+        keep = set(distance)
+    else:
+        keep = {n for n in data.nodes if wanted(n)}
+    adjacent = {n: {m for m in neighbours(n) if m in keep} for n in keep}
     if request.min_support > 1:
         # Nodes that lost every edge to the support threshold are noise, not findings.
-        graph.remove_nodes_from([n for n in list(graph) if graph.degree(n) == 0 and n != focus])
+        keep = {n for n in keep if n == focus or adjacent[n]}
 
-    total = graph.number_of_nodes()
+    # 2. The node limit: nearest to the focus first, then the most supported (an
+    # entity by its papers, a paper by the entities it names: every paper has one
+    # paper behind it, so ranking papers by that would drop them all).
+    total = len(keep)
     truncated = request.limit is not None and total > request.limit
     if truncated:
-        # Nearest to the focus first, then the most supported: an entity by the
-        # papers behind it, a paper by the entities it names (every paper has
-        # one paper behind it, so ranking papers by that would drop them all).
-        def support(n: str) -> int:
-            attrs = graph.nodes[n]
-            return graph.degree(n) if attrs["type"] == "Paper" else attrs["paper_count"]
+        def rank(n: str) -> tuple[int, int, int, str]:
+            degree = len(adjacent[n])
+            support = degree if data.nodes[n]["type"] == "Paper" else data.nodes[n]["paper_count"]
+            return (distance.get(n, 0), -support, -degree, n)
 
-        ranked = sorted(
-            graph.nodes, key=lambda n: (distance.get(n, 0), -support(n), -graph.degree(n), n)
-        )
-        graph = graph.subgraph(ranked[: request.limit]).copy()
+        keep = set(sorted(keep, key=rank)[: request.limit])
 
+    # 3. The edges among what is kept.
+    edges: list[tuple[str, str, dict[str, Any]]] = []
+    for a in sorted(keep):
+        for b in sorted(adjacent[a] & keep):
+            if bipartite:
+                if data.nodes[a]["type"] == "Paper":
+                    edges.append((a, b, {"predicate": " ".join(sorted(data.links[a, b])),
+                                         "weight": 1, "papers": [a]}))
+            elif data.oriented(a, b) == (a, b):
+                papers = pairs[a][b]
+                kinds = (data.nodes[a]["type"], data.nodes[b]["type"])
+                edges.append((a, b, {"predicate": _PAIR_PREDICATE.get(kinds, CO_OCCURS),
+                                     "weight": len(papers), "papers": list(papers)}))
+
+    graph = nx.DiGraph()
     graph.graph.update(
         {
             "name": "mlkg",
@@ -334,31 +413,10 @@ def build_graph(store: GraphStore, request: GraphRequest | None = None) -> nx.Di
             "total_nodes": total,
         }
     )
+    # Sorted, so the same store gives the same file.
+    graph.add_nodes_from((n, dict(data.nodes[n])) for n in sorted(keep))
+    graph.add_edges_from(edges)
     return graph
-
-
-def _filter(graph: nx.DiGraph, request: GraphRequest, focus: str | None) -> nx.DiGraph:
-    keep = [
-        n
-        for n, attrs in graph.nodes(data=True)
-        if n == focus
-        or (
-            attrs["type"] in request.types
-            # In the bipartite graph every edge has one paper behind it, so the
-            # support threshold applies to the entity: papers that name it.
-            and (
-                request.projection != "bipartite"
-                or attrs["type"] == "Paper"
-                or attrs["paper_count"] >= request.min_support
-            )
-        )
-    ]
-    sub = graph.subgraph(keep).copy()
-    if request.projection == "entity" and request.min_support > 1:
-        sub.remove_edges_from(
-            [(a, b) for a, b, w in sub.edges(data="weight") if w < request.min_support]
-        )
-    return sub
 
 
 # ------------------------------------------------------------------ the side panel
@@ -473,6 +531,8 @@ __all__ = [
     "CO_OCCURS",
     "ENTITY_TYPES",
     "FocusNotFound",
+    "GraphData",
+    "GraphDataCache",
     "GraphRequest",
     "GraphViewError",
     "NODE_TYPES",
@@ -481,6 +541,7 @@ __all__ = [
     "named_query",
     "node_details",
     "parse_types",
+    "read_graph_data",
     "resolve_focus",
     "search",
 ]

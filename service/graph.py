@@ -18,6 +18,7 @@ All of it reads the store through :mod:`kg.graphview`'s named queries.
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,6 +30,7 @@ from kg.graphview import (
     MAX_DEPTH,
     NODE_TYPES,
     PROJECTIONS,
+    GraphDataCache,
     GraphRequest,
     GraphViewError,
     build_graph,
@@ -48,7 +50,21 @@ MAX_LIMIT = 100_000
 # Graph queries the explorer may show as SPARQL (the rest are plumbing).
 SHOWABLE_QUERIES = ("neighbourhood", "edges", "search", "node-claims")
 
+STALE_AFTER = 30.0
+"""Seconds a remote store's graph data is reused (its writers do not tell us)."""
+
 router = APIRouter(tags=["graph"])
+_graph_data = GraphDataCache()
+
+
+def _data_token(request: Request) -> object:
+    """Changes whenever the graph data may have changed: the query pool's store
+    generation (bumped by every write through this service), else the clock."""
+    pool = getattr(request.app.state, "query_pool", None)
+    generation = getattr(pool, "generation", None)
+    if generation is not None:
+        return ("generation", generation)
+    return ("clock", int(time.monotonic() // STALE_AFTER))
 
 def _problem(exc: GraphViewError) -> Exception:
     if exc.status == 404:
@@ -155,9 +171,10 @@ async def get_graph(
     except GraphViewError as exc:
         raise _problem(exc) from None
     store = get_store(request)
+    token = _data_token(request)
 
     def work() -> tuple[bytes, dict[str, Any]]:
-        graph = build_graph(store, graph_request)
+        graph = build_graph(store, graph_request, data=_graph_data.get(store, token))
         return exporter.write(graph), dict(graph.graph) | {
             "nodes": graph.number_of_nodes(), "edges": graph.number_of_edges()
         }

@@ -427,3 +427,32 @@ def test_rest_search_node_formats_and_page(server: str, unlearning: dict) -> Non
     for asset in ("vendor/cytoscape.min.js", "vendor/cytoscape-fcose.js",
                   "explorer/explorer.js", "explorer/explorer.css"):
         assert httpx.get(f"{server}/static/{asset}", timeout=30).status_code == 200, asset
+
+
+def test_rest_graph_sees_writes(sample_store: Path, tmp_path: Path) -> None:
+    """The graph data is cached between requests, but never across a write."""
+    copy = tmp_path / "store"
+    shutil.copytree(sample_store, copy)
+    token = "graph-test-token"
+    with running_server(copy, env={"KG_UPDATE_TOKEN": token}) as base:
+        def papers() -> int:
+            r = httpx.get(f"{base}/graph", params={"format": "d3", "types": "Paper"}, timeout=60)
+            assert r.status_code == 200, r.text
+            return len(r.json()["nodes"])
+
+        before = papers()
+        assert papers() == before  # served from the cache
+        record = {
+            "id": "graph-cache-test",
+            "title": "Gradient surgery for machine unlearning",
+            "abstract": "We propose gradient surgery, a method for machine unlearning in large "
+                        "language models, and evaluate it on the TOFU benchmark, where it "
+                        "improves forget quality by 12% over gradient ascent.",
+        }
+        r = httpx.post(f"{base}/papers", json=record, timeout=300,
+                       headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code == 201, r.text
+        assert papers() == before + 1
+        found = httpx.get(f"{base}/graph", params={"format": "d3", "focus": "graph-cache-test"},
+                          timeout=60).json()
+        assert {n["label"] for n in found["nodes"]} >= {"Gradient surgery for machine unlearning"}
