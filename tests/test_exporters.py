@@ -200,6 +200,10 @@ def test_focus_by_key_and_by_paper_id(store: GraphStore, unlearning: dict) -> No
     around_paper = build_graph(store, GraphRequest(focus=paper.rsplit("/", 1)[-1]))
     assert around_paper.graph["focus"] == paper
     assert iri in around_paper
+    # In the entity projection a paper is not a node: its entities are the first hop.
+    entities = build_graph(store, GraphRequest(focus=paper, projection="entity"))
+    assert paper not in entities and iri in entities
+    assert all(t != "Paper" for _n, t in entities.nodes(data="type"))
 
 
 def test_types_filter(store: GraphStore) -> None:
