@@ -93,8 +93,9 @@ def _progress_printer(mode: str) -> Callable[[Any], None] | None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--progress", type=click.Choice(["auto", "lines", "none"]), default="auto",
               show_default=True, help="auto: a progress bar on a terminal only.")
-@click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True,
-              help="Where spaCy runs: here (-j processes) or on a Dask cluster.")
+@click.option("--engine", type=click.Choice(["local", "pool", "dask"]), default="local",
+              show_default=True, help="Where extraction runs: spaCy's -j processes (local), "
+              "-j whole-pipeline worker processes (pool) or a Dask cluster (dask).")
 @click.option("--scheduler", envvar="KG_DASK_SCHEDULER", default=None,
               help="Dask scheduler address (tcp://host:8786) for --engine dask; without it, a "
                    "local cluster of -j worker processes. Env: KG_DASK_SCHEDULER.")

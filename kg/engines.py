@@ -5,7 +5,13 @@ out, in input order, so :func:`kg.ingest.ingest` does not care which one it has.
 
 ``local``
     The spaCy :class:`kg.extraction.Extractor` in this process, with
-    ``n_process`` worker processes of ``nlp.pipe``.
+    ``n_process`` worker processes of ``nlp.pipe``. Only spaCy runs in the
+    workers: turning docs into entities and claims stays in this process.
+``pool``
+    A pool of local worker processes that each load the extractor once and run
+    all of extraction (spaCy *and* assembly) on batches of records; this
+    process only maps and writes. Faster than ``local`` when there are spare
+    cores for the whole pipeline (see BENCHMARKS.md).
 ``dask``
     The same extractor on the workers of a Dask distributed cluster. Each
     worker loads the model once (a :class:`distributed.WorkerPlugin`, set up
@@ -31,7 +37,7 @@ from typing import Any
 from kg.ingest import PaperExtractor, default_extractor
 from kg.model import PaperExtraction, Record
 
-ENGINES = ("local", "dask")
+ENGINES = ("local", "pool", "dask")
 PLUGIN_NAME = "kg-extractor"
 
 
@@ -49,6 +55,8 @@ def make_extractor(
     """
     if engine == "local":
         return default_extractor(n_process=processes, batch_size=batch_size)
+    if engine == "pool":
+        return PoolExtractor(processes, batch_size=batch_size)
     if engine == "dask":
         return DaskExtractor(scheduler, batch_size=batch_size, local_workers=processes)
     raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
@@ -211,6 +219,54 @@ class DaskExtractor:
 
 def _worker_version(dask_worker: Any) -> str:
     return dask_worker.plugins[PLUGIN_NAME].version
+
+
+class PoolExtractor:
+    """Whole-pipeline extraction in local worker processes; results in input order."""
+
+    def __init__(self, processes: int = 2, *, batch_size: int = 32,
+                 in_flight: int | None = None) -> None:
+        """``processes`` workers (spawned: no state leaks in from this process);
+        at most ``in_flight`` batches (default twice the workers) submitted and
+        not yet yielded, so memory does not grow with the input."""
+        from kg.extraction import EXTRACTOR_VERSION
+
+        self.processes = max(1, processes)
+        self.batch_size = batch_size
+        self.in_flight = in_flight or 2 * self.processes
+        self.version = EXTRACTOR_VERSION
+        self._pool: Any = None
+
+    def extract(self, records: Iterable[Record]) -> Iterator[PaperExtraction]:
+        """Stream batches to the workers; yield extractions in input order."""
+        import multiprocessing
+        from collections import deque
+        from concurrent.futures import ProcessPoolExecutor
+
+        from kg.extraction import extract_batch
+
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                self.processes, mp_context=multiprocessing.get_context("spawn"),
+                initializer=extract_batch, initargs=([],),  # load the model once per worker
+            )
+        window: deque = deque()
+        try:
+            for batch in _batches(records, self.batch_size):
+                window.append(self._pool.submit(extract_batch, batch))
+                if len(window) >= self.in_flight:
+                    yield from window.popleft().result()
+            while window:
+                yield from window.popleft().result()
+        finally:
+            for future in window:
+                future.cancel()
+
+    def close(self) -> None:
+        """Stop the worker processes."""
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
 
 
 def _batches(records: Iterable[Record], size: int) -> Iterator[list[Record]]:
