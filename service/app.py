@@ -51,9 +51,7 @@ class TrackedStore:
         return len(self._store)
 
     def _written(self) -> None:
-        flush = getattr(self._store, "flush", None)
-        if flush is not None:
-            flush()
+        # No flush here: the checkpoint the query workers read flushes first.
         self._on_write()
 
     def update(self, sparql: str) -> None:

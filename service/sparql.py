@@ -387,7 +387,6 @@ def _update(store: Any, text: str, base: str) -> None:
     if raw is not None:
         # The embedded store: pyoxigraph resolves relative IRIs against the endpoint.
         raw.update(text, base_iri=base)
-        store.flush()
     else:
         store.update(text)
 

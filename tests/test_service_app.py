@@ -158,3 +158,12 @@ def test_python_dash_m_kg_runs_the_cli() -> None:
     assert run.returncode == 0
     for flag in ("--host", "--port", "--store", "--workers", "--update-token", "--query-timeout"):
         assert flag in run.stdout
+
+
+def test_first_start_on_an_empty_store_ingests_the_sample(tmp_path: Path) -> None:
+    with running_server(tmp_path / "new-store", startup_timeout=180) as url:
+        ready = httpx.get(url + "/ready")
+        assert ready.status_code == 200
+        query = "SELECT (COUNT(*) AS ?n) WHERE { ?p a <https://w3id.org/mlkg/ontology#Paper> }"
+        count = httpx.get(url + "/sparql", params={"query": query})
+        assert int(count.json()["results"]["bindings"][0]["n"]["value"]) == 37
