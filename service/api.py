@@ -411,23 +411,20 @@ def resolve_entity(
 ) -> str | None:
     """The IRI an entity filter names, or None when the graph has no such entity.
 
-    Tried in order: an absolute IRI; ``type/key``; a key of the given type; a
-    label or alias of the given type (or of any type when none is given).
+    Tried in order: an absolute IRI; ``type/key``; a key of the given type (as
+    given, then as the extractor would canonicalise it, so ``Machine Unlearning``
+    finds ``machine-unlearning``); a label or alias of the given type (or of any
+    type when none is given), ignoring case.
     """
     value = _check_text(parameter, value) or ""
-    types = [type_name] if type_name else list(TYPES)
     if _ABSOLUTE.match(value):
         try:
             NamedNode(value)
         except ValueError:
             raise invalid(parameter, "is not a valid IRI") from None
         return value
-    typed = _TYPED_KEY.match(value)
-    if typed and typed[1].lower() in types:
-        candidates = [entity_iri(typed[1].capitalize(), typed[2])]
-    else:
-        candidates = [entity_iri(t.capitalize(), value) for t in types]
-    for iri in candidates:
+    types = [type_name] if type_name else list(TYPES)
+    for iri in key_candidates(value, types):
         if next(iter(solutions(store, "entity", entity=iri)), None) is not None:
             return iri
     for t in types:
@@ -435,6 +432,36 @@ def resolve_entity(
         if hit is not None:
             return hit["entity"].value
     return None
+
+
+def key_candidates(value: str, types: list[str]) -> list[str]:
+    """Entity IRIs a non-IRI filter value may name, most likely first."""
+    from kg.extraction.canonical import canonical_key  # the extractor's own key rule
+
+    typed = _TYPED_KEY.match(value)
+    if typed and typed[1].lower() in types:
+        types, keys = [typed[1].lower()], [typed[2]]
+    else:
+        keys = [value]
+    keys.append(canonical_key(keys[0]))
+    out: list[str] = []
+    for t in types:
+        for key in keys:
+            iri = entity_iri(t.capitalize(), key)
+            if key and iri not in out:
+                out.append(iri)
+    return out
+
+
+def _key_guesses(value: str, type_name: str) -> list[str]:
+    """IRIs worth trying directly for one filter of ``GET /papers`` (no lookups)."""
+    value = value.strip()
+    if _ABSOLUTE.match(value):
+        try:
+            return [NamedNode(value).value]
+        except ValueError:
+            return []  # resolve_entity reports it
+    return key_candidates(value, [type_name]) if value else []
 
 
 def _slice(
@@ -507,9 +534,18 @@ def papers_page(
     """``total``, ``filters`` and the ``items`` of one page of ``GET /papers``."""
     filters: dict[str, str | None] = {}
     wanted: list[tuple[str, dict[str, object]]] = []
-    for name, value in given.items():
-        if value is None:
-            continue
+    entity_filters = [(name, value) for name, value in given.items() if value is not None]
+    if len(entity_filters) == 1 and q is None:
+        # The common case, one entity given by key or IRI: try that IRI straight
+        # away and skip the resolving lookup when it has papers.
+        name, value = entity_filters[0]
+        for guess in _key_guesses(value, name):
+            result = solutions(store, "papers-with-entity", entity=guess)
+            total, page = _slice(result, offset, limit, key="paper")
+            if total:
+                items = [paper_summary(s["paper"], s["id"], s["title"]) for s in page]
+                return {"total": total, "filters": {name: guess}, "items": items}
+    for name, value in entity_filters:
         iri = resolve_entity(store, value, type_name=name, parameter=name)
         filters[name] = iri
         wanted.append(("papers-with-entity", {"entity": iri}))

@@ -426,3 +426,16 @@ def test_responses_are_json_serialisable(client: TestClient) -> None:
         body = get(client, url)
         assert json.loads(json.dumps(body)) == body
         io.StringIO(json.dumps(body))
+
+
+def test_filter_by_alias_and_canonical_label(client: TestClient) -> None:
+    tasks = get(client, "/tasks?limit=50")["items"]
+    with_alias = next(
+        (e for e in (get(client, t["href"]) for t in tasks) if e["aliases"]), None
+    )
+    if with_alias is None:
+        pytest.skip("no task of the sample has an alias")
+    for name in (with_alias["aliases"][0], with_alias["label"].upper()):
+        page = get(client, "/papers", params={"task": name})
+        assert page["filters"]["task"] == with_alias["iri"], name
+        assert page["total"] == with_alias["paper_count"]
