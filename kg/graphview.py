@@ -309,7 +309,10 @@ def resolve_focus(store: GraphStore, focus: str, known: Container[str] | None = 
             if iri in known:
                 return iri
         else:
-            node = NamedNode(iri)
+            try:
+                node = NamedNode(iri)
+            except ValueError:
+                continue  # not even an IRI (spaces, quotes…): it names nothing here
             if run(store, "papers", node=node) or run(store, "entities", node=node):
                 return iri
     raise FocusNotFound(focus)

@@ -420,7 +420,11 @@ def test_rest_search_node_formats_and_page(server: str, unlearning: dict) -> Non
     assert hits["results"][0]["iri"] == unlearning["iri"]
     node = httpx.get(f"{server}/graph/node", params={"id": unlearning["iri"]}, timeout=30)
     assert node.status_code == 200 and len(node.json()["papers"]) == 3
-    assert httpx.get(f"{server}/graph/node", params={"id": "nope"}, timeout=30).status_code == 404
+    for hostile in ("nope", "a b", "<x>", "http:// x", 'task/un"learning', "\x00", "{}"):
+        for path, param in (("/graph/node", "id"), ("/graph", "focus")):
+            r = httpx.get(f"{server}{path}", params={param: hostile}, timeout=30)
+            assert r.status_code == 404, (path, hostile, r.text)
+            assert r.json()["status"] == 404
     formats = httpx.get(f"{server}/graph/formats", timeout=30).json()
     assert [f["name"] for f in formats] == list(EXPORTERS)
     text = httpx.get(f"{server}/graph/queries/neighbourhood", timeout=30)
