@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kg import __version__
 from kg.store import GraphStore, StoreError, open_store
-from service import api, graph, sparql
+from service import api, graph, gsp, sparql
 from service.deps import get_store
 from service.errors import Unavailable, install_error_handlers
 from service.pool import PoolError, QueryPool, ResultCache, Snapshots, snapshot_root
@@ -241,6 +241,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_api_route("/health", health, methods=["GET"], tags=["service"])
     app.add_api_route("/ready", ready, methods=["GET"], tags=["service"])
     app.include_router(sparql.router)
+    app.include_router(gsp.router)
     app.include_router(api.router)
     app.include_router(graph.router)
     app.mount("/static", StaticFiles(directory=sparql.STATIC), name="static")

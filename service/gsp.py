@@ -1,0 +1,183 @@
+"""SPARQL 1.1 Graph Store HTTP Protocol at ``/store``.
+
+- ``GET|HEAD /store?graph=IRI`` / ``?default``: one graph in a negotiated RDF
+  format; ``GET /store`` without a target: the whole dataset (N-Quads or TriG).
+- ``PUT`` (replace), ``POST`` (add) and ``DELETE`` a graph: update token required.
+  ``POST /store`` without a target adds the quads of a dataset body.
+
+``?default`` is the store's real default graph (our data lives in named graphs,
+so it is usually empty); the SPARQL endpoint's default graph is the union.
+Reads obey the result cap (413); writes tell the query workers to reopen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from typing import Any
+
+from fastapi import APIRouter
+from pyoxigraph import DefaultGraph, NamedNode, Quad, RdfFormat, parse, serialize
+from starlette.requests import Request
+from starlette.responses import Response
+
+from kg.vocab import PREFIXES
+from service import negotiation as neg
+from service.deps import check_update_token, get_settings, get_store, store_written
+from service.errors import (
+    BadRequest,
+    Forbidden,
+    NotAcceptable,
+    NotFound,
+    Problem,
+    ResultTooLarge,
+    UnsupportedMediaType,
+)
+
+router = APIRouter()
+
+_TRIPLE_FORMATS = tuple(f for f in neg.GRAPH_FORMATS if not f.pyoxigraph.supports_datasets)
+_DATASET_FORMATS = tuple(f for f in neg.GRAPH_FORMATS if f.pyoxigraph.supports_datasets)
+
+
+def _target(request: Request) -> NamedNode | DefaultGraph | None:
+    """The graph the request names: ``?graph=IRI``, ``?default``, or None (the dataset)."""
+    params = request.query_params
+    graphs = params.getlist("graph")
+    if "default" in params and graphs:
+        raise BadRequest("give either ?default or ?graph=IRI, not both")
+    if "default" in params:
+        return DefaultGraph()
+    if not graphs:
+        return None
+    if len(graphs) > 1:
+        raise BadRequest("give one ?graph parameter", parameter="graph")
+    try:
+        return NamedNode(graphs[0])
+    except ValueError:
+        raise BadRequest(f"graph is not an IRI: {graphs[0]!r}", parameter="graph") from None
+
+
+def _raw(request: Request) -> Any:
+    store = get_store(request)
+    raw = getattr(store, "raw", None)
+    if raw is None:
+        raise Problem(
+            "the Graph Store Protocol is only served over an embedded store",
+            status=501,
+            slug="not-implemented",
+        )
+    return raw
+
+
+async def store_endpoint(request: Request) -> Response:
+    """Dispatch on the HTTP method."""
+    target = _target(request)
+    if request.method in ("GET", "HEAD"):
+        return await asyncio.to_thread(_read, request, target)
+    check_update_token(request)
+    if get_store(request).read_only:
+        raise Forbidden("the store is open read-only", slug="read-only")
+    raw = _raw(request)
+    if request.method == "DELETE":
+        if target is None:
+            raise BadRequest("DELETE needs ?graph=IRI or ?default")
+        async with request.app.state.write_lock:
+            status = await asyncio.to_thread(_delete, raw, target)
+            store_written(request)
+        return Response(status_code=status)
+    body = await request.body()
+    quads = _parse_body(request, body, target)
+    async with request.app.state.write_lock:
+        status = await asyncio.to_thread(_write, raw, target, quads, request.method == "PUT")
+        store_written(request)
+    return Response(status_code=status)
+
+
+def _read(request: Request, target: NamedNode | DefaultGraph | None) -> Response:
+    raw = _raw(request)
+    limit = get_settings(request).result_limit
+    ranges = neg.parse_accept(request.headers.get("accept"))
+    table = _DATASET_FORMATS if target is None else _TRIPLE_FORMATS
+    fmt = neg.choose(ranges, table)
+    if fmt is None:
+        raise NotAcceptable("no acceptable RDF format", available=[f.media_type for f in table])
+    if isinstance(target, NamedNode) and not raw.contains_named_graph(target):
+        raise NotFound(f"there is no graph <{target.value}>")
+    quads = []
+    for quad in raw.quads_for_pattern(None, None, None, target):
+        quads.append(quad)
+        if len(quads) > limit:
+            raise ResultTooLarge(
+                f"the graph holds more than {limit} triples; use the export endpoints or "
+                "SPARQL with LIMIT/OFFSET",
+                limit=limit,
+                setting="KG_RESULT_LIMIT",
+            )
+    out = io.BytesIO()
+    if target is None:
+        serialize(quads, out, fmt.pyoxigraph, prefixes=PREFIXES)
+    else:
+        serialize((q.triple for q in quads), out, fmt.pyoxigraph, prefixes=PREFIXES)
+    return Response(out.getvalue(), media_type=fmt.media_type, headers={"Vary": "Accept"})
+
+
+def _parse_body(
+    request: Request, body: bytes, target: NamedNode | DefaultGraph | None
+) -> list[Quad]:
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    fmt = RdfFormat.from_media_type(media) if media else None
+    if fmt is None:
+        raise UnsupportedMediaType(
+            f"{media or 'no Content-Type'} is not an RDF format",
+            supported=[f.media_type for f in neg.GRAPH_FORMATS],
+        )
+    if target is None and not fmt.supports_datasets:
+        raise BadRequest("a triples body needs ?graph=IRI or ?default")
+    base = target.value if isinstance(target, NamedNode) else str(request.url)
+    try:
+        parsed = list(parse(body, fmt, base_iri=base))
+    except SyntaxError as exc:
+        raise BadRequest(f"the body does not parse as {media}: {exc}", slug="rdf-syntax") from None
+    if target is None:
+        return parsed
+    if any(not isinstance(q.graph_name, DefaultGraph) for q in parsed):
+        raise BadRequest("the body names graphs; send triples to write one graph")
+    return [Quad(q.subject, q.predicate, q.object, target) for q in parsed]
+
+
+def _exists(raw: Any, target: NamedNode | DefaultGraph) -> bool:
+    return isinstance(target, DefaultGraph) or raw.contains_named_graph(target)
+
+
+def _write(
+    raw: Any, target: NamedNode | DefaultGraph | None, quads: list[Quad], replace: bool
+) -> int:
+    if target is None:
+        raw.extend(quads)
+        return 204
+    existed = _exists(raw, target)
+    if replace and existed:
+        raw.clear_graph(target)
+    if isinstance(target, NamedNode) and not existed:
+        raw.add_graph(target)
+    raw.extend(quads)
+    return 204 if existed else 201
+
+
+def _delete(raw: Any, target: NamedNode | DefaultGraph) -> int:
+    if isinstance(target, DefaultGraph):
+        raw.clear_graph(target)
+        return 204
+    if not raw.contains_named_graph(target):
+        raise NotFound(f"there is no graph <{target.value}>")
+    raw.remove_graph(target)
+    return 204
+
+
+router.add_route(
+    "/store",
+    store_endpoint,
+    methods=["GET", "HEAD", "PUT", "POST", "DELETE"],
+    include_in_schema=False,
+)
