@@ -962,6 +962,28 @@ def entity_detail(
 
 
 @router.get(
+    "/entities",
+    tags=["entities"],
+    summary="Find an entity by IRI",
+    status_code=303,
+    response_class=RedirectResponse,
+    responses={303: {"description": "See /entities/{type}/{key}"},
+               404: {"description": "Not an entity of this graph"}},
+)
+def entity_by_iri(
+    iri: Annotated[str, Query(max_length=MAX_STRING, description="The entity's IRI")],
+    store: Annotated[GraphStore, Depends(get_store)],
+) -> RedirectResponse:
+    """Redirects an entity IRI (``https://w3id.org/mlkg/id/{type}/{key}``) to its
+    REST resource ``/entities/{type}/{key}``."""
+    found = entity_key(iri)
+    head = next(iter(solutions(store, "entity", entity=iri)), None) if found else None
+    if head is None or head["type"].value != TYPES[found[0]].value:
+        raise NotFound(f"no entity {iri!r}", slug="unknown-entity")
+    return RedirectResponse(entity_href(iri), status_code=303)
+
+
+@router.get(
     "/entities/{type}/{key:path}",
     response_model=EntityDetail,
     tags=["entities"],

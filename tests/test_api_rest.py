@@ -443,3 +443,11 @@ def test_filter_by_alias_and_canonical_label(client: TestClient) -> None:
         page = get(client, "/papers", params={"task": name})
         assert page["filters"]["task"] == with_alias["iri"], name
         assert page["total"] == with_alias["paper_count"]
+
+
+def test_entity_by_iri(client: TestClient) -> None:
+    task = top_entity(client, "task")
+    response = client.get("/entities", params={"iri": task["iri"]}, follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"] == task["href"]
+    assert_problem(client.get("/entities", params={"iri": "https://example.org/x"}), 404)
+    assert_problem(client.get("/entities"), 422)
