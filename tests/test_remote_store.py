@@ -261,3 +261,26 @@ def test_kg_serve_on_the_remote_store(oxigraph_url: str, embedded) -> None:  # n
         assert papers.status_code == 200, papers.text
         expected = rows(run(embedded, "papers-with-entity", {"entity": task}))
         assert [p["id"] for p in papers.json()["items"]] == [r["id"].value for r in expected]
+
+
+def test_kg_serve_writes_through_to_the_remote_store(oxigraph_url: str) -> None:
+    """POST /papers and DELETE /papers/{id} on ``kg serve --store http://…``: the
+    paper lands on (and leaves) the oxigraph server."""
+    token = "remote-test-token"
+    record = {"id": "remote-rest-1", "title": "Remote write",
+              "abstract": "We propose a contrastive learning method for image classification "
+                          "and evaluate it on CIFAR-10, improving accuracy by 2.1%."}
+    auth = {"Authorization": f"Bearer {token}"}
+    with running_server(oxigraph_url, env={"KG_UPDATE_TOKEN": token}) as base:
+        created = httpx.post(base + "/papers", json=record, headers=auth, timeout=120)
+        assert created.status_code == 201, created.text
+        seen = open_store(oxigraph_url, read_only=True)
+        try:
+            assert "remote-rest-1" in set(seen.paper_ids())
+            detail = httpx.get(base + "/papers/remote-rest-1", timeout=30)
+            assert detail.status_code == 200 and detail.json()["title"] == "Remote write"
+            gone = httpx.delete(base + "/papers/remote-rest-1", headers=auth, timeout=30)
+            assert gone.status_code in (200, 204), gone.text
+            assert "remote-rest-1" not in set(seen.paper_ids())
+        finally:
+            seen.close()
