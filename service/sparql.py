@@ -274,10 +274,9 @@ def _error(kind: str, detail: Any, limit: int) -> Problem:
         return syntax_problem("query", str(detail))
     if kind == "too_many":
         return ResultTooLarge(
-            f"the result has {detail} rows, more than the limit of {limit}; "
-            "add LIMIT/OFFSET to page through it",
+            f"the result has more than {limit} rows (or triples), the limit of this "
+            "service; add LIMIT/OFFSET to page through it",
             limit=limit,
-            rows=detail,
             setting="KG_RESULT_LIMIT",
         )
     if kind == "not_acceptable":

@@ -107,10 +107,12 @@ def render(result: QueryBoolean | QuerySolutions | QueryTriples, req: dict[str, 
         fmt = req["select_format"]
         if fmt is None:
             return ("error", "not_acceptable", "solutions")
-        tsv = result.serialize(format=QueryResultsFormat.TSV)
-        rows = tsv.count(b"\n") - 1
-        if rows > limit:
-            return ("error", "too_many", rows)
+        # One TSV line per row plus the header; stop as soon as the cap is passed
+        # rather than serializing (and evaluating) a huge result in full.
+        try:
+            tsv = _capped(lambda out: result.serialize(out, QueryResultsFormat.TSV), limit + 1)
+        except _TooMany:
+            return ("error", "too_many", limit)
         target = _results_format(fmt)
         if target == QueryResultsFormat.TSV:
             return ("ok", fmt, tsv)
@@ -122,10 +124,10 @@ def render(result: QueryBoolean | QuerySolutions | QueryTriples, req: dict[str, 
     fmt = req["graph_format"]
     if fmt is None:
         return ("error", "not_acceptable", "triples")
-    nt = result.serialize(format=RdfFormat.N_TRIPLES)
-    triples = nt.count(b"\n")
-    if triples > limit:
-        return ("error", "too_many", triples)
+    try:
+        nt = _capped(lambda out: result.serialize(out, RdfFormat.N_TRIPLES), limit)
+    except _TooMany:
+        return ("error", "too_many", limit)
     target = _rdf_format(fmt)
     if target == RdfFormat.N_TRIPLES:
         return ("ok", fmt, nt)
@@ -136,6 +138,38 @@ def render(result: QueryBoolean | QuerySolutions | QueryTriples, req: dict[str, 
     else:
         serialize((q.triple for q in quads), out, target, prefixes=req.get("prefixes") or None)
     return ("ok", fmt, out.getvalue())
+
+
+class _TooMany(Exception):
+    """More lines than allowed were written."""
+
+
+class _CountingBuffer(io.RawIOBase):
+    """A write-only buffer that raises :class:`_TooMany` past ``max_lines`` lines;
+    pyoxigraph writes in chunks and stops serializing (and evaluating) at the raise."""
+
+    def __init__(self, max_lines: int) -> None:
+        super().__init__()
+        self.max_lines = max_lines
+        self.lines = 0
+        self.chunks: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        chunk = bytes(data)
+        self.lines += chunk.count(b"\n")
+        if self.lines > self.max_lines:
+            raise _TooMany(self.lines)
+        self.chunks.append(chunk)
+        return len(chunk)
+
+
+def _capped(write: Any, max_lines: int) -> bytes:
+    out = _CountingBuffer(max_lines)
+    write(out)
+    return b"".join(out.chunks)
 
 
 def _results_format(media_type: str) -> QueryResultsFormat:
