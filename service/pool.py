@@ -72,6 +72,10 @@ class Snapshots:
         self.paths: dict[int, Path] = {}
         shutil.rmtree(root, ignore_errors=True)
         root.mkdir(parents=True)
+        # Checkpoints left by a server that was killed (its pid is gone).
+        for other in root.parent.iterdir():
+            if other != root and other.name.isdigit() and not _alive(int(other.name)):
+                shutil.rmtree(other, ignore_errors=True)
 
     def path_for(self, generation: int) -> Path:
         """The checkpoint directory of ``generation``, made now if needed."""
@@ -89,9 +93,21 @@ class Snapshots:
             shutil.rmtree(self.paths.pop(generation), ignore_errors=True)
 
     def close(self) -> None:
-        """Delete every checkpoint."""
+        """Delete every checkpoint (and the directory beside the store, when empty)."""
         self.paths.clear()
         shutil.rmtree(self.root, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            self.root.parent.rmdir()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def snapshot_root(store_path: str) -> Path:
