@@ -171,7 +171,10 @@ def clean(text: str) -> Cleaned:
         ch = text[i]
         if ch == "\\":
             m = _COMMAND.match(text, i)
-            assert m is not None
+            if m is None:  # a lone backslash at the very end
+                emit(ch, i, i + 1)
+                i += 1
+                continue
             name = m.group(1)
             end = m.end()
             if name in SYMBOLS:

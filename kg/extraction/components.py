@@ -258,7 +258,7 @@ class EntityCollector:
         """Support beyond the statistical NER: a typed head, a name, or a repeat mention."""
         if self.head_type(span) is not None or self._named(span):
             return True
-        return span.doc.text.lower().count(span.text.lower()) >= 2
+        return span.doc.text.count(span.text) >= 2
 
     def _named(self, span: Span) -> bool:
         return any(is_acronym(t.text) or any(c.isdigit() for c in t.text) for t in span) or (

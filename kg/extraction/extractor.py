@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +101,8 @@ class Extractor:
         self._lexicon_type: dict[str, EntityType] = {}
         for row in lexicon:
             self._lexicon_type.setdefault(canonical_key(row["label"]), EntityType(row["type"]))
+        # Never an entity on its own, whatever component proposed it ("Framework").
+        self._generic_keys = {canonical_key(row["word"]) for row in read_patterns("generic.jsonl")}
         self._paradigms = {
             row["modifier"]: row["concept"] for row in read_patterns("paradigms.jsonl")
         }
@@ -137,15 +140,25 @@ class _Assembly:
         self.cleaned = cleaned
         self.doc = doc
         self.groups: dict[tuple[EntityType, str], _Group] = {}
-        self.alias_key: dict[str, str] = {}  # acronym key → long-form key, this paper
+        self.alias_key: dict[str, tuple[str, str]] = {}  # acronym key → long key, label
+        self._sent_starts: list[int] | None = None
+        self._sent_offsets: list[tuple[int, int]] = []
 
     def offsets(self, span: Span) -> tuple[int, int]:
         return self.cleaned.to_original(span.start_char, span.end_char)
 
+    def sentence_of(self, span: Span) -> tuple[int, int]:
+        """Original offsets of the sentence holding a span (looked up, not recomputed)."""
+        if self._sent_starts is None:
+            sents = list(self.doc.sents) if self.doc.has_annotation("SENT_START") else [self.doc[:]]
+            self._sent_starts = [s.start for s in sents]
+            self._sent_offsets = [self.offsets(s) for s in sents]
+        i = bisect_right(self._sent_starts, span.start) - 1
+        return self._sent_offsets[max(i, 0)]
+
     def mention(self, span: Span) -> Mention:
         start, end = self.offsets(span)
-        sent = span.sent if self.doc.has_annotation("SENT_START") else self.doc[:]
-        s_start, s_end = self.offsets(sent)
+        s_start, s_end = self.sentence_of(span)
         return Mention(self.record.abstract[start:end], start, end, s_start, s_end)
 
     def _add(
@@ -159,8 +172,10 @@ class _Assembly:
         aliases: Iterable[str] = (),
         proposed: bool = False,
         broader: bool = False,
-    ) -> _Group:
+    ) -> _Group | None:
         group = self.groups.get((kind, key))
+        if group is None and key in self.ex._generic_keys:
+            return None
         if group is None:
             group = _Group(kind, key, label, source, proposed=proposed, broader=broader)
             self.groups[(kind, key)] = group
@@ -211,7 +226,8 @@ class _Assembly:
             group = self._add(
                 EntityType.METHOD, key, label, "proposed", span, aliases=aliases, proposed=True
             )
-            proposed_keys.append((group.type, group.key))
+            if group is not None:
+                proposed_keys.append((group.type, group.key))
         proposed_by_key = {k for _, k in proposed_keys}
         for span in doc.spans.get("kg_entities", []):
             key, label, aliases = self._identity(span)
