@@ -18,7 +18,7 @@ from fastapi import Request
 from starlette.requests import HTTPConnection
 
 from kg.store import GraphStore
-from service.errors import Forbidden, Unauthorized, Unavailable
+from service.errors import Forbidden, Problem, Unauthorized, Unavailable
 from service.settings import Settings
 
 
@@ -62,6 +62,33 @@ def check_update_token(request: HTTPConnection) -> None:
 def require_update_token(request: Request) -> None:
     """FastAPI dependency: the request must carry the update token (401/403 otherwise)."""
     check_update_token(request)
+
+
+async def read_body(request: Request) -> bytes:
+    """The request body, refusing (413) one larger than ``KG_MAX_REQUEST_BYTES``
+    before it is all in memory."""
+    limit = get_settings(request).max_request_bytes
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> Problem:
+    return Problem(
+        f"the request body is larger than {limit} bytes",
+        status=413,
+        slug="request-too-large",
+        limit=limit,
+        setting="KG_MAX_REQUEST_BYTES",
+    )
 
 
 def store_written(request: HTTPConnection) -> None:

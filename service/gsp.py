@@ -23,7 +23,13 @@ from starlette.responses import Response
 
 from kg.vocab import PREFIXES
 from service import negotiation as neg
-from service.deps import check_update_token, get_settings, get_store, store_written
+from service.deps import (
+    check_update_token,
+    get_settings,
+    get_store,
+    read_body,
+    store_written,
+)
 from service.errors import (
     BadRequest,
     Forbidden,
@@ -86,7 +92,7 @@ async def store_endpoint(request: Request) -> Response:
             status = await asyncio.to_thread(_delete, raw, target)
             store_written(request)
         return Response(status_code=status)
-    body = await request.body()
+    body = await read_body(request)
     quads = _parse_body(request, body, target)
     async with request.app.state.write_lock:
         status = await asyncio.to_thread(_write, raw, target, quads, request.method == "PUT")

@@ -48,6 +48,8 @@ class Settings:
     query_cache: int = 1024
     """Recent /sparql results kept per process (``KG_QUERY_CACHE``; 0 disables).
     Entries are keyed by the store generation, so a write invalidates them all."""
+    max_request_bytes: int = 16 * 1024 * 1024
+    """Largest body /sparql, /sparql/update and /store accept (``KG_MAX_REQUEST_BYTES``)."""
     query_workers: int = 2
     """Processes that evaluate /sparql queries on an embedded store (``KG_QUERY_WORKERS``)."""
     cors_origins: tuple[str, ...] = ("*",)

@@ -34,7 +34,13 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from kg.resources import queries_dir
 from kg.vocab import PREFIXES
 from service import negotiation as neg
-from service.deps import check_update_token, get_settings, get_store, store_written
+from service.deps import (
+    check_update_token,
+    get_settings,
+    get_store,
+    read_body,
+    store_written,
+)
 from service.errors import (
     BadRequest,
     Forbidden,
@@ -103,7 +109,7 @@ async def _operation(
     text: str | None = None
     if request.method == "POST":
         media, ctype_params = _media_type(request)
-        body = await request.body()
+        body = await read_body(request)
         if media == FORM:
             _decode(b"", ctype_params.get("charset"))
             params += _form(body)

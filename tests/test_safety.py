@@ -238,6 +238,18 @@ def test_result_cap_is_413_never_truncated(limited: tuple[str, Path]) -> None:
         assert body["limit"] == 5
 
 
+def test_oversized_request_body_is_413(sample_store: Path) -> None:
+    with running_server(sample_store, env={"KG_MAX_REQUEST_BYTES": "1000"}) as base:
+        big = "ASK { " + "?s ?p ?o . " * 200 + "}"
+        response = httpx.post(base + "/sparql", content=big,
+                              headers={"Content-Type": "application/sparql-query"})
+        assert response.status_code == 413
+        assert _assert_problem(response, 413)["limit"] == 1000
+        small = httpx.post(base + "/sparql", content="ASK {}",
+                           headers={"Content-Type": "application/sparql-query"})
+        assert small.status_code == 200
+
+
 # ---------------------------------------------------------------- errors
 
 
