@@ -154,6 +154,8 @@ _MATH = re.compile(r"[\^=∈≤≥<>/*√∑∏θ×]|\d\)")
 _GENERIC_PHRASES = frozenset(canonical_key(p) for p in word_list("generic_phrases"))
 _PLURAL_CLASS_HEADS = word_list("plural_class_heads")
 _WEAK_HEADS = word_list("weak_task_heads")
+_ROLE_HEADS = word_list("role_heads")
+_NON_METHOD_HEADS = word_list("non_method_heads")
 _TRAILING_DROP = frozenset(["'s", "'", "-", ",", ";", ":", "(", ")", "[", "]"])
 
 
@@ -280,6 +282,8 @@ class EntityCollector:
             if ner_label == "Material" and self._named(span) and not head:
                 return "Dataset"
             return None
+        if head is not None and ner_label in ("Task", "Method") and span[-1].lower_ in _ROLE_HEADS:
+            return ner_label  # "hierarchical skill learning" used as a method stays a method
         if head is not None and ner_label in (None, "Task", "Method", "Metric"):
             return head
         return _NER_TYPES.get(ner_label or "")
@@ -290,6 +294,11 @@ class EntityCollector:
         for span in doc.spans.get("kg_lexicon", []):
             candidates.append(Span(doc, span.start, span.end, label=span.label_, kb_id="lexicon"))
         for ent in doc.ents:
+            if ent.label_ == "OtherScientificTerm" and any(
+                is_acronym(t.text) and any(c.isdigit() for c in t.text) for t in ent
+            ):
+                # A versioned name the NER calls a "term" is a model: "MedGemma-27B".
+                ent = Span(doc, ent.start, ent.end, label="Method")
             if ent.label_ not in _NER_TYPES:
                 continue
             trimmed = trim_span(ent)
@@ -300,6 +309,8 @@ class EntityCollector:
             if ent.label_ != "Method" and not self.has_evidence(trimmed):
                 continue
             kind = self.type_of(trimmed, ent.label_)
+            if kind == "Method" and trimmed[-1].lower_ in _NON_METHOD_HEADS:
+                continue  # "Bellman-completeness assumption", "coverage parameter"
             if kind:
                 candidates.append(Span(doc, trimmed.start, trimmed.end, label=kind, kb_id="ner"))
         for ls, le, ss, se in doc._.kg_abbreviations or []:
