@@ -269,14 +269,7 @@ class QueryPool:
         if self._closed:
             raise PoolError("the query pool is shut down")
         deadline = time.monotonic() + timeout
-        if not self._idle.empty():
-            worker = self._idle.get_nowait()
-        else:
-            try:
-                async with asyncio.timeout(timeout):
-                    worker = await self._idle.get()
-            except TimeoutError:
-                raise PoolTimeout("every query worker stayed busy") from None
+        worker = await self._acquire(timeout)
         try:
             if self.snapshots is None:
                 generation, path = self.generation, self.store_path
@@ -306,6 +299,22 @@ class QueryPool:
         if reply[0] == "ok":
             return Reply(True, media_type=reply[1], body=reply[2])
         return Reply(False, error=reply[1], message=reply[2])
+
+    async def _acquire(self, timeout: float) -> _Worker:
+        """An idle live worker; one that died while idle is replaced, not used."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if not self._idle.empty():
+                worker = self._idle.get_nowait()
+            else:
+                try:
+                    async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
+                        worker = await self._idle.get()
+                except TimeoutError:
+                    raise PoolTimeout("every query worker stayed busy") from None
+            if not worker.protocol.closed:
+                return worker
+            self._replace(worker, "exited while idle")
 
     def _replace(self, worker: _Worker, why: str) -> None:
         log.warning("killing query worker %d (%s)", worker.pid, why)

@@ -49,6 +49,7 @@ from service.errors import (
     QuerySyntaxError,
     QueryTimeout,
     ResultTooLarge,
+    Unavailable,
     UnsupportedMediaType,
 )
 from service.pool import PoolError, PoolTimeout, QueryPool, ResultCache
@@ -202,7 +203,9 @@ async def query_endpoint(request: Request) -> Response:
             setting="KG_QUERY_TIMEOUT",
         ) from None
     except PoolError as exc:
-        raise Problem(str(exc), status=500, slug="query-worker") from None
+        # A worker that dies mid-query (e.g. out of memory) was most likely killed
+        # by the query itself: report it as this query's failure, not a server fault.
+        raise Unavailable(f"{exc}; it was replaced", slug="query-worker-died") from None
     if outcome[0] == "ok":
         return Response(outcome[2], media_type=outcome[1], headers={"Vary": "Accept"})
     raise _error(outcome[1], outcome[2], settings.result_limit)

@@ -6,6 +6,7 @@ one problem-details error shape, and no 200 on error."""
 from __future__ import annotations
 
 import http.server
+import os
 import shutil
 import threading
 import time
@@ -219,6 +220,30 @@ def test_timeout_is_503_quickly_and_the_worker_is_replaced(limited: tuple[str, P
         assert not Path(f"/proc/{pid}").exists()
     # And the endpoint still answers.
     assert httpx.get(base + "/sparql", params={"query": "ASK {}"}).status_code == 200
+
+
+def test_a_worker_killed_mid_query_is_a_503_and_replaced(limited: tuple[str, Path]) -> None:
+    base, store = limited
+    if not Path("/proc").is_dir():
+        pytest.skip("needs /proc to find the worker processes")
+    import signal
+    import threading
+
+    result: dict[str, httpx.Response] = {}
+    thread = threading.Thread(target=lambda: result.setdefault(
+        "r", httpx.get(base + "/sparql", params={"query": RUNAWAY + " # killed"}, timeout=30)))
+    thread.start()
+    time.sleep(0.3)
+    before = _worker_pids(store)
+    for pid in before:  # kill them all: the busy one and the idle ones
+        os.kill(pid, signal.SIGKILL)
+    thread.join()
+    assert result["r"].status_code == 503
+    _assert_problem(result["r"], 503)
+    # The next queries are answered by fresh workers (dead idle ones are not used).
+    for _ in range(3):
+        assert httpx.get(base + "/sparql", params={"query": "ASK {}"}).status_code == 200
+    assert _worker_pids(store).isdisjoint(before)
 
 
 def test_result_cap_is_413_never_truncated(limited: tuple[str, Path]) -> None:
