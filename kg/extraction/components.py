@@ -203,8 +203,12 @@ class EntityCollector:
         generic: list[str],
         max_tokens: int,
         use_noun_chunks: bool,
+        lexicon: list[dict[str, Any]] | None = None,
     ) -> None:
         self.name = name
+        self.lexicon_types: dict[str, str] = {}
+        for row in lexicon or []:
+            self.lexicon_types.setdefault(canonical_key(row["label"]), row["type"])
         self.heads = {row["head"]: row["type"] for row in heads}
         self.generic = frozenset(generic)
         self.max_tokens = max_tokens
@@ -239,6 +243,15 @@ class EntityCollector:
         return any(
             t.pos_ in ("NOUN", "PROPN") or "-" in t.text or is_acronym(t.text) for t in span[:-1]
         )
+
+    def known_single(self, token: Token) -> bool:
+        """Whether a one-word NER mention is safe: repeated, a known acronym, or defined here."""
+        text = token.text
+        if token.doc.text.count(text) >= 2 or expand_acronym(text):
+            return True
+        if text[:1].isupper() and text[1:].islower():
+            return False  # a capitalised word met once is usually a person or place
+        return not (is_acronym(text) and text.isupper())
 
     @staticmethod
     def well_formed(span: Span) -> bool:
@@ -294,10 +307,12 @@ class EntityCollector:
         for span in doc.spans.get("kg_lexicon", []):
             candidates.append(Span(doc, span.start, span.end, label=span.label_, kb_id="lexicon"))
         for ent in doc.ents:
-            if ent.label_ == "OtherScientificTerm" and any(
-                is_acronym(t.text) and any(c.isdigit() for c in t.text) for t in ent
+            if ent.label_ == "OtherScientificTerm" and (
+                any(is_acronym(t.text) and any(c.isdigit() for c in t.text) for t in ent)
+                or (len(ent) > 1 and self.head_type(ent) == "Method")
             ):
-                # A versioned name the NER calls a "term" is a model: "MedGemma-27B".
+                # A "term" that is a versioned name ("MedGemma-27B") or has a method head
+                # ("random embeddings", "spectral filters") is a method.
                 ent = Span(doc, ent.start, ent.end, label="Method")
             if ent.label_ not in _NER_TYPES:
                 continue
@@ -311,6 +326,14 @@ class EntityCollector:
             kind = self.type_of(trimmed, ent.label_)
             if kind == "Method" and trimmed[-1].lower_ in _NON_METHOD_HEADS:
                 continue  # "Bellman-completeness assumption", "coverage parameter"
+            if len(trimmed) == 1 and not self.known_single(trimmed[0]):
+                continue  # "STOC", "Chatterjee": a venue or a person mentioned once
+            last = trimmed[-1].text
+            if len(trimmed) > 1 and len(last) == 1 and last.isalpha():
+                continue  # "data dimension D": a variable, not an entity
+            expanded = expand_acronym(last) if is_acronym(last) else None
+            if expanded and canonical_key(expanded) in self.lexicon_types:
+                kind = self.lexicon_types[canonical_key(expanded)]  # "online SGD" is a method
             if kind:
                 candidates.append(Span(doc, trimmed.start, trimmed.end, label=kind, kb_id="ner"))
         for ls, le, ss, se in doc._.kg_abbreviations or []:
@@ -386,6 +409,7 @@ def _resolve(candidates: list[Span]) -> list[Span]:
         "generic": {"@misc": "kg.generic.v1"},
         "max_tokens": 8,
         "use_noun_chunks": True,
+        "lexicon": {"@misc": "kg.lexicon.v1"},
     },
     assigns=["doc.spans"],
     requires=["doc.ents"],
@@ -398,6 +422,7 @@ def make_entities(
     generic: list[str],
     max_tokens: int,
     use_noun_chunks: bool,
+    lexicon: list[dict[str, Any]],
 ) -> EntityCollector:
     """Merge the NER, lexicon, acronym and head-noun evidence into typed mentions."""
     return EntityCollector(
@@ -407,6 +432,7 @@ def make_entities(
         generic=generic,
         max_tokens=max_tokens,
         use_noun_chunks=use_noun_chunks,
+        lexicon=lexicon,
     )
 
 
