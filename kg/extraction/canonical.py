@@ -79,8 +79,10 @@ def display_label(text: str, *, sentence_initial: bool = False) -> str:
     while len(words) > 1 and words[0].lower() in _DETERMINERS:
         words = words[1:]
     first = words[0]
+    titlecase_name = len(words) > 1 and all(w[:1].isupper() for w in words if w[:1].isalpha())
     if (
         sentence_initial
+        and not titlecase_name
         and first[:1].isupper()
         and first[1:] == first[1:].lower()
         and not is_acronym(first)

@@ -168,6 +168,8 @@ def trim_span(span: Span) -> Span | None:
         or doc[start].is_punct
         or doc[start].is_space
         or _ENUMERATOR.match(doc[start].text)
+        or doc[start].pos_ in ("NUM", "ADV")
+        or doc[start].tag_ in ("JJR", "JJS", "RBR", "RBS")
     ):
         start += 1
     while end > start and (doc[end - 1].text in _TRAILING_DROP or doc[end - 1].is_space):
