@@ -17,7 +17,9 @@ gold entry, recall the share of gold entries matched by some prediction (so
 entry ``["LLM unlearning", "unlearning"]``). Claims match by span: lenient when
 the predicted span covers at least half of the shorter of the two spans,
 strict when the texts are equal after whitespace folding. On leniently matched
-claims the values are checked: the multiset of (number, unit) must be equal.
+claims the values are checked: the multiset of (number, unit) must be equal (a
+gold number copied without its unit, "+5.1" for "+5.1 AP", takes the unit read
+by the prediction).
 
 SciERC (``--scierc``): exact character-span micro P/R/F1 over Task, Method,
 Metric and Material (our Dataset), overall and per type.
@@ -316,7 +318,13 @@ def score_paper(
             for v in best.values
             if overlap((v.start, v.end), span) > 0
         )
-        gold_values = Counter(value_key(*parse_value(v), v) for v in claim.get("values", []))
+        gold_parsed = [(parse_value(v), v) for v in claim.get("values", [])]
+        # A gold number copied without its unit ("+5.1" of "+5.1 AP") takes the unit
+        # the prediction read from the next word: the annotators kept numbers minimal.
+        gold_values = Counter(
+            value_key(number, unit or _unit_for(number, pred_values), text)
+            for (number, unit), text in gold_parsed
+        )
         right = pred_values == gold_values
         report.claim_values_total += 1
         report.claim_values_correct += right
@@ -336,6 +344,13 @@ def score_paper(
         errors["claim_values"] = value_errors
     if errors:
         report.errors[paper.record.id] = errors
+
+
+def _unit_for(number: float | None, predicted: Counter[tuple[Any, ...]]) -> str | None:
+    if number is None:
+        return None
+    units = [k[2] for k in predicted if k[0] == "num" and k[1] == round(number, 6)]
+    return units[0] if len(units) == 1 else None
 
 
 def records_by_id(paths: Iterable[str | Path]) -> dict[str, Record]:

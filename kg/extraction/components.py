@@ -704,6 +704,9 @@ def make_proposed(
 CLAIM_PRIORITY = ("contribution", "performance", "efficiency", "theoretical", "empirical-finding")
 
 
+_BIG_O = re.compile(r"(?<![A-Za-z])[OΩΘ]\s?\(")
+
+
 class ClaimDetector:
     """Claim sentences and their kind, from cue patterns.
 
@@ -719,6 +722,26 @@ class ClaimDetector:
         for i, row in enumerate(cues):
             strength = "strong" if len(row["pattern"]) > 1 or row.get("strong") else "weak"
             self.matcher.add(f"{row['kind']}|{strength}|{i}", [row["pattern"]])
+
+    @staticmethod
+    def choose_kind(strong: set[str], kinds: set[str], numbers: bool, *, asymptotic: bool) -> str:
+        """One kind for a claim sentence from the cue kinds it matched.
+
+        Proofs and rates first (a proposal that "achieves an error rate of O(…)" is
+        a theoretical claim), then contributions, then measured efficiency or
+        performance (with a number, or "outperforms"), then findings.
+        """
+        if asymptotic or "theoretical" in strong:
+            return "theoretical"
+        if "contribution" in strong:
+            return "contribution"
+        if numbers and "efficiency" in kinds:
+            return "efficiency"
+        if "performance" in strong or (numbers and "performance" in kinds):
+            return "performance"
+        if "empirical-finding" in strong:
+            return "empirical-finding"
+        return next(k for k in CLAIM_PRIORITY if k in kinds)
 
     def __call__(self, doc: Doc) -> Doc:
         claims: list[Span] = []
@@ -745,14 +768,9 @@ class ClaimDetector:
             kinds = strong | (weak if (ours or numbers) else set())
             if not kinds:
                 continue
-            if "contribution" in strong:
-                kind = "contribution"
-            elif numbers and "efficiency" in kinds:
-                kind = "efficiency"
-            elif numbers and "performance" in kinds:
-                kind = "performance"
-            else:
-                kind = next(k for k in CLAIM_PRIORITY if k in kinds)
+            kind = self.choose_kind(
+                strong, kinds, numbers, asymptotic=bool(_BIG_O.search(sent.text))
+            )
             claims.append(Span(doc, sent.start, sent.end, label=kind))
         doc.spans["kg_claims"] = claims
         return doc
