@@ -159,6 +159,17 @@ _NON_METHOD_HEADS = word_list("non_method_heads")
 _TRAILING_DROP = frozenset(["'s", "'", "-", ",", ";", ":", "(", ")", "[", "]"])
 
 
+def head_token(span: Span) -> Token:
+    """The head noun of a phrase: "training" in "training of neural networks".
+
+    The last word, unless a preposition follows the first noun ("X of Y", "X for Y").
+    """
+    for tok in span[1:]:
+        if tok.pos_ == "ADP" and tok.lower_ in ("of", "for") and tok.i > span.start:
+            return tok.doc[tok.i - 1]
+    return span[-1]
+
+
 def trim_span(span: Span) -> Span | None:
     """Drop leading determiners / evaluative adjectives and trailing punctuation."""
     start, end = span.start, span.end
@@ -217,8 +228,8 @@ class EntityCollector:
         self.use_noun_chunks = use_noun_chunks
 
     def head_type(self, span: Span) -> str | None:
-        """The type implied by the last word of a span ("… segmentation" → Task)."""
-        last = span[-1]
+        """The type implied by the head word of a span ("… segmentation" → Task)."""
+        last = head_token(span)
         for form in (last.lower_, last.lemma_.lower()):
             if form in self.heads:
                 return self.heads[form]
@@ -238,7 +249,7 @@ class EntityCollector:
         "token-retrieval task" and "physical control tasks" name something;
         "downstream tasks", "theoretical understanding" do not.
         """
-        if span[-1].lower_ not in _WEAK_HEADS:
+        if head_token(span).lower_ not in _WEAK_HEADS:
             return True
         if len(span) == 1:
             return False
@@ -264,7 +275,7 @@ class EntityCollector:
             return False
         if any(t.pos_ == "CCONJ" for t in span):
             return False  # "RGB and depth inputs": a coordination, not one entity
-        if len(span) > 1 and span[-1].lower_ in _PLURAL_CLASS_HEADS:
+        if len(span) > 1 and head_token(span).lower_ in _PLURAL_CLASS_HEADS:
             return False  # "optimization algorithms": a class of methods, not a method
         if any(t.pos_ == "VERB" and t.dep_ == "ROOT" for t in span):
             return False
@@ -297,7 +308,8 @@ class EntityCollector:
             if ner_label == "Material" and self._named(span) and not head:
                 return "Dataset"
             return None
-        if head is not None and ner_label in ("Task", "Method") and span[-1].lower_ in _ROLE_HEADS:
+        role = head_token(span).lower_ in _ROLE_HEADS
+        if head is not None and ner_label in ("Task", "Method") and role:
             return ner_label  # "hierarchical skill learning" used as a method stays a method
         if head is not None and ner_label in (None, "Task", "Method", "Metric"):
             return head
@@ -326,7 +338,7 @@ class EntityCollector:
             if ent.label_ != "Method" and not self.has_evidence(trimmed):
                 continue
             kind = self.type_of(trimmed, ent.label_)
-            if kind == "Method" and trimmed[-1].lower_ in _NON_METHOD_HEADS:
+            if kind == "Method" and head_token(trimmed).lower_ in _NON_METHOD_HEADS:
                 continue  # "Bellman-completeness assumption", "coverage parameter"
             if len(trimmed) == 1 and not self.known_single(trimmed[0]):
                 continue  # "STOC", "Chatterjee": a venue or a person mentioned once
