@@ -48,8 +48,17 @@ def read_patterns(name: str) -> list[dict[str, Any]]:
 
 @registry.misc("kg.lexicon.v1")
 def lexicon_v1() -> list[dict[str, Any]]:
-    """Known datasets, metrics, methods and tasks: ``{"label", "type"}`` rows."""
-    return read_patterns("lexicon.jsonl")
+    """Known datasets, metrics, methods and tasks: ``{"label", "type"}`` rows.
+
+    ``lexicon.jsonl`` plus the typed entries of ``acronyms.jsonl`` (both the
+    acronym and its long form), so "RKHS" and "MDP" are found as methods.
+    """
+    rows = read_patterns("lexicon.jsonl")
+    for row in read_patterns("acronyms.jsonl"):
+        if "type" in row:
+            rows.append({"label": row["acronym"], "type": row["type"]})
+            rows.append({"label": row["long_form"], "type": row["type"]})
+    return rows
 
 
 @registry.misc("kg.heads.v1")

@@ -26,7 +26,7 @@ from kg.extraction.canonical import (
     expand_acronym,
     is_acronym,
 )
-from kg.extraction.components import read_patterns
+from kg.extraction.components import lexicon_v1, read_patterns
 from kg.extraction.values import find_values
 from kg.model import Claim, ClaimKind, Entity, EntityType, Mention, PaperExtraction, Record, Value
 from kg.vocab import entity_iri
@@ -94,7 +94,7 @@ class Extractor:
         self.n_process = n_process
         self.batch_size = batch_size
         self.nlp = build_pipeline()
-        lexicon = read_patterns("lexicon.jsonl")
+        lexicon = lexicon_v1()
         self._task_lexicon = {canonical_key(r["label"]) for r in lexicon if r["type"] == "Task"}
         # A concept the lexicon knows keeps the lexicon's type in every paper, so that
         # "RL" typed Method by the NER still meets "reinforcement learning" (a Task).
