@@ -164,8 +164,15 @@ _GENERIC_PHRASES = frozenset(canonical_key(p) for p in word_list("generic_phrase
 _PLURAL_CLASS_HEADS = word_list("plural_class_heads")
 _WEAK_HEADS = word_list("weak_task_heads")
 _ROLE_HEADS = word_list("role_heads")
+_HYPERPARAMETERS = frozenset(canonical_key(p) for p in word_list("hyperparameters"))
 _NON_METHOD_HEADS = word_list("non_method_heads")
 _TRAILING_DROP = frozenset(["'s", "'", "-", ",", ";", ":", "(", ")", "[", "]"])
+
+
+def is_hyperparameter(span: Span) -> bool:
+    """Whether a phrase names a training setting ("large learning rates")."""
+    key = canonical_key(span.text)
+    return any(key == h or key.endswith("-" + h) for h in _HYPERPARAMETERS)
 
 
 def head_token(span: Span) -> Token:
@@ -320,6 +327,8 @@ class EntityCollector:
         role = head_token(span).lower_ in _ROLE_HEADS
         if head is not None and ner_label in ("Task", "Method") and role:
             return ner_label  # "hierarchical skill learning" used as a method stays a method
+        if (head == "Metric" or ner_label == "Metric") and is_hyperparameter(span):
+            return None  # "large learning rates" is a setting, not a measure
         if head is not None and ner_label in (None, "Task", "Method", "Metric"):
             return head
         return _NER_TYPES.get(ner_label or "")
@@ -387,6 +396,8 @@ class EntityCollector:
                 if trimmed[-1].pos_ not in ("NOUN", "PROPN") or not self.well_formed(trimmed):
                     continue
                 kind = self.head_type(trimmed)
+                if kind == "Metric" and is_hyperparameter(trimmed):
+                    continue
                 if kind == "Dataset":
                     kind = self.type_of(trimmed, None)
                 # A bare head word ("prediction") is too vague to be an entity on its own.
