@@ -291,6 +291,13 @@ class EntityCollector:
             return False
         if any(t.pos_ == "CCONJ" for t in span):
             return False  # "RGB and depth inputs": a coordination, not one entity
+        doc = span.doc
+        if (span.end < len(doc) and doc[span.end].text == "-" and not span[-1].whitespace_) or (
+            span.start > 0
+            and doc[span.start - 1].text == "-"
+            and not doc[span.start - 1].whitespace_
+        ):
+            return False  # "multi" of "multi-aspect": a fragment of a hyphenated word
         if len(span) > 1 and head_token(span).lower_ in _PLURAL_CLASS_HEADS:
             return False  # "optimization algorithms": a class of methods, not a method
         if any(t.pos_ == "VERB" and t.dep_ == "ROOT" for t in span):
@@ -703,6 +710,8 @@ class ProposalDetector:
                 i = run.end
                 if run.end >= sent.end or doc[run.end].lower_ not in _ARTIFACT_HEADS:
                     continue
+                if doc[run.end].dep_ in ("compound", "amod", "nmod"):
+                    continue  # "a T2I model evaluation framework": a description, not a part
                 span = doc[run.start : run.end + 1]
                 if span.text in names or _MATH.search(span.text) or expand_acronym(run.text):
                     continue
