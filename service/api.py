@@ -2,12 +2,11 @@
 
 Every handler answers from named queries in ``queries/*.rq`` (see
 :mod:`kg.queries`), with user input bound through pyoxigraph substitutions and
-never formatted into SPARQL. Handlers are plain ``def`` functions: FastAPI runs
-them in its thread pool, and pyoxigraph releases the GIL while it evaluates.
-
-The functions that build a paper's or an entity's JSON (:func:`paper_detail`,
-:func:`entity_detail`) are shared with the dereferencing pages in
-:mod:`service.pages`.
+never formatted into SPARQL. Most handlers are plain ``def`` functions run in
+FastAPI's thread pool; ``GET /papers``, the hot path, runs its indexed lookups
+on the event loop. The queries and the shaping of their results live in
+:mod:`service.rest_data`, the response models in :mod:`service.rest_models`,
+and the dereferencing of IRIs (HTML, Turtle, JSON-LD) in :mod:`service.pages`.
 
 Filters that name an entity (``task``, ``method``, ``subject``…) accept its IRI,
 ``type/key`` (``task/unlearning``), its key, or a label or alias (ignoring case).
@@ -17,473 +16,62 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import threading
-from collections.abc import Iterator, Mapping
-from enum import StrEnum
+from collections.abc import Mapping
 from typing import Annotated, Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
-from pydantic import BaseModel, Field
-from pyoxigraph import Literal, NamedNode, QuerySolutions
 
-from kg.model import ClaimKind, EntityType, Rejected
+from kg.model import ClaimKind, Rejected
 from kg.queries import MAX_STRING, ParameterError, UnknownQuery, default_registry
-from kg.store import GraphStore, QueryResult
-from kg.vocab import CLAIM_KINDS, ID_PREFIX, KG, entity_iri, paper_graph, paper_iri
-from service import negotiation
+from kg.store import GraphStore
+from kg.vocab import CLAIM_KINDS
+from service import negotiation, pages
 from service.deps import get_store, require_update_token
 from service.errors import InvalidParameter, NotAcceptable, NotFound
+from service.rest_data import (
+    MAX_FILTER,
+    MAX_OFFSET,
+    MAX_PAGE,
+    MAX_RECORDS,
+    TYPES,
+    EntityKind,
+    alternates,
+    check_text,
+    entity_counts,
+    entity_detail,
+    entity_href,
+    entity_key,
+    entity_ref,
+    group_claims,
+    invalid,
+    list_entities,
+    page_links,
+    paper_detail,
+    paper_href,
+    paper_summary,
+    papers_page,
+    py,
+    resolve_entity,
+    slice_solutions,
+    solutions,
+)
+from service.rest_models import (
+    ClaimPage,
+    EntityDetail,
+    EntityPage,
+    IngestResponse,
+    PaperDetail,
+    PaperPage,
+    QueryInfo,
+    SearchResult,
+    Stats,
+)
 
 router = APIRouter()
 log = logging.getLogger("kg.service")
-
-MAX_PAGE = 200
-MAX_OFFSET = 1_000_000
-MAX_RECORDS = 100
-"""Most abstracts one ``POST /papers`` may carry: extraction runs in the request."""
-MAX_FILTER = 500
-"""Longest entity filter or search text accepted (longer is a 422, not a scan)."""
-
-class EntityKind(StrEnum):
-    """The entity types as URL segments."""
-
-    task = "task"
-    method = "method"
-    dataset = "dataset"
-    metric = "metric"
-
-
-TYPES: dict[str, NamedNode] = {t.value.lower(): KG[t.value] for t in EntityType}
-"""URL segment (``task``) → ontology class."""
-_TYPE_NAME = {cls.value: name for name, cls in TYPES.items()}
-
-RELATIONS: dict[str, str] = {
-    KG.addressesTask.value: "addresses",
-    KG.proposesMethod.value: "proposes",
-    KG.usesMethod.value: "uses",
-    KG.evaluatesOn.value: "evaluates_on",
-    KG.reportsMetric.value: "reports",
-}
-"""Paper → entity property → the name the API gives it."""
-
-_GROUP = {
-    KG.addressesTask.value: "tasks",
-    KG.usesMethod.value: "methods",
-    KG.proposesMethod.value: "proposed_methods",
-    KG.evaluatesOn.value: "datasets",
-    KG.reportsMetric.value: "metrics",
-}
-_KIND_NAME = {iri.value: name for name, iri in CLAIM_KINDS.items()}
-_TYPED_KEY = re.compile(r"^(task|method|dataset|metric)/(.+)$", re.IGNORECASE)
-_ABSOLUTE = re.compile(r"^(https?|urn):", re.IGNORECASE)
-
-
-# ---------------------------------------------------------------- response models
-
-
-class EntityRef(BaseModel):
-    """A task, method, dataset or metric."""
-
-    iri: str
-    type: str = Field(description="task, method, dataset or metric")
-    key: str
-    label: str | None = None
-    href: str = Field(description="This entity in the REST API")
-
-
-class EntityCount(EntityRef):
-    """An entity with the number of papers linked to it."""
-
-    papers: int
-
-
-class MentionOut(BaseModel):
-    """A span of the abstract: ``abstract[start:end] == text``."""
-
-    text: str
-    start: int
-    end: int
-
-
-class PaperEntity(EntityRef):
-    """An entity of one paper, with where the abstract names it."""
-
-    confidence: float | None = None
-    mentions: list[MentionOut] = []
-
-
-class SentenceOut(BaseModel):
-    """The sentence a claim is in, with its offsets into the abstract."""
-
-    text: str
-    start: int
-    end: int
-
-
-class ValueOut(BaseModel):
-    """A number a claim states."""
-
-    text: str
-    number: float | None = None
-    unit: str | None = None
-    start: int | None = None
-    end: int | None = None
-
-
-class ClaimOut(BaseModel):
-    """A claim of a paper; offsets are into the paper's abstract."""
-
-    iri: str
-    text: str
-    start: int
-    end: int
-    kind: str | None
-    confidence: float | None = None
-    sentence: SentenceOut | None = None
-    subject: str | None = None
-    subject_iri: str | None = None
-    metric: str | None = None
-    metric_iri: str | None = None
-    dataset: str | None = None
-    dataset_iri: str | None = None
-    baseline: str | None = None
-    baseline_iri: str | None = None
-    values: list[ValueOut] = []
-
-
-class PaperSummary(BaseModel):
-    """A paper in a list."""
-
-    id: str
-    iri: str
-    title: str | None = None
-    href: str = Field(description="This paper in the REST API")
-
-
-class ClaimWithPaper(ClaimOut):
-    """A claim with the paper that makes it."""
-
-    paper: PaperSummary
-
-
-class PaperDetail(BaseModel):
-    """Everything the graph holds about a paper; keys as in ``kg extract`` output."""
-
-    id: str
-    iri: str
-    title: str | None = None
-    abstract: str
-    year: int | None = None
-    venue: str | None = None
-    url: str | None = None
-    authors: list[str] = []
-    keywords: list[str] = []
-    extractor_version: str | None = None
-    tasks: list[PaperEntity] = []
-    methods: list[PaperEntity] = []
-    proposed_methods: list[PaperEntity] = []
-    datasets: list[PaperEntity] = []
-    metrics: list[PaperEntity] = []
-    claims: list[ClaimOut] = []
-
-
-class Page(BaseModel):
-    """Paging of a list: ``next`` is the URL of the following page, when there is one."""
-
-    total: int
-    limit: int
-    offset: int
-    next: str | None = None
-    previous: str | None = None
-
-
-class PaperPage(Page):
-    filters: dict[str, str | None] = Field(
-        default={}, description="Each entity filter as given → the IRI it resolved to (null: none)"
-    )
-    items: list[PaperSummary]
-
-
-class EntityPage(Page):
-    items: list[EntityCount]
-
-
-class ClaimPage(Page):
-    filters: dict[str, str | None] = {}
-    items: list[ClaimWithPaper]
-
-
-class EntityPaper(PaperSummary):
-    """A paper of an entity, with how it relates to the entity."""
-
-    relations: list[str]
-
-
-class Related(BaseModel):
-    """Entities that share papers with an entity, most shared first."""
-
-    tasks: list[EntityCount] = []
-    methods: list[EntityCount] = []
-    datasets: list[EntityCount] = []
-    metrics: list[EntityCount] = []
-
-
-class EntityDetail(EntityRef):
-    """An entity with its aliases, papers and related entities."""
-
-    aliases: list[str] = []
-    paper_count: int
-    papers: list[EntityPaper]
-    related: Related
-
-
-class SearchEntity(EntityCount):
-    matched: str = Field(description="The label or alias that matched")
-
-
-class SearchResult(BaseModel):
-    q: str
-    entities: list[SearchEntity]
-    papers: list[PaperSummary]
-
-
-class Stats(BaseModel):
-    counts: dict[str, int] = Field(description="Papers, tasks, methods, datasets, metrics, claims")
-    triples: int
-    top_tasks: list[EntityCount]
-    top_methods: list[EntityCount]
-
-
-class ParameterInfo(BaseModel):
-    name: str
-    type: str
-    description: str
-    required: bool
-    default: str | None = None
-
-
-class QueryInfo(BaseModel):
-    name: str
-    title: str
-    description: str
-    form: str = Field(description="select, ask or construct")
-    parameters: list[ParameterInfo]
-    href: str
-
-
-class RecordResult(BaseModel):
-    """What happened to one record of a ``POST /papers`` body."""
-
-    record: int = Field(description="1-based position in the request")
-    id: str | None = None
-    status: str = Field(
-        description="added, updated, unchanged, duplicate, rejected (bad record) or failed "
-                    "(the extractor failed on it: a server-side error, logged)"
-    )
-    reason: str | None = None
-    href: str | None = None
-    extraction: dict[str, Any] | None = Field(
-        default=None, description="What was extracted (the `kg extract` JSON), for added/updated"
-    )
-
-
-class IngestResponse(BaseModel):
-    added: int
-    updated: int
-    unchanged: int
-    duplicates: int
-    rejected: int
-    results: list[RecordResult]
-
-
-# ---------------------------------------------------------------- helpers
-
-
-def run(store: GraphStore, name: str, **params: object) -> QueryResult:
-    """Run a named query; a parameter the client supplied that does not fit → 422."""
-    try:
-        return default_registry().run(store, name, params)
-    except ParameterError as exc:
-        raise invalid(exc.parameter, exc.message) from None
-
-
-def invalid(parameter: str, message: str, *, where: str = "query") -> InvalidParameter:
-    """A 422 naming the parameter, in the same shape as FastAPI's validation errors."""
-    return InvalidParameter(
-        f"invalid parameter: {parameter}: {message}",
-        errors=[{"parameter": parameter, "in": where, "message": message}],
-    )
-
-
-def solutions(store: GraphStore, name: str, **params: object) -> QuerySolutions:
-    result = run(store, name, **params)
-    assert isinstance(result, QuerySolutions)
-    return result
-
-
-def py(term: object) -> Any:
-    """An RDF term as a plain Python value (numbers typed, IRIs as strings)."""
-    if term is None:
-        return None
-    if isinstance(term, Literal):
-        dt = term.datatype.value.rsplit("#", 1)[-1]
-        try:
-            if dt in {"integer", "int", "long", "gYear"}:
-                return int(term.value)
-            if dt in {"double", "decimal", "float"}:
-                return float(term.value)
-        except ValueError:
-            return term.value
-        if dt == "boolean":
-            return term.value == "true"
-        return term.value
-    return getattr(term, "value", str(term))
-
-
-def entity_key(iri: str) -> tuple[str, str] | None:
-    """``(type, key)`` of an entity IRI of this graph, or None for other IRIs."""
-    if not iri.startswith(ID_PREFIX):
-        return None
-    kind, _, key = iri[len(ID_PREFIX):].partition("/")
-    if kind not in TYPES or not key:
-        return None
-    return kind, unquote(key)
-
-
-def entity_href(iri: str) -> str:
-    found = entity_key(iri)
-    if found is None:
-        return "/entities?iri=" + quote(iri, safe="")
-    return f"/entities/{found[0]}/{quote(found[1], safe='')}"
-
-
-def paper_href(paper_id: str) -> str:
-    return "/papers/" + quote(paper_id, safe="")
-
-
-def entity_ref(iri: str, type_iri: object, label: object) -> dict[str, Any]:
-    found = entity_key(iri)
-    type_name = _TYPE_NAME.get(py(type_iri) or "", found[0] if found else "")
-    return {
-        "iri": iri,
-        "type": type_name,
-        "key": found[1] if found else iri,
-        "label": py(label),
-        "href": entity_href(iri),
-    }
-
-
-def paper_summary(paper: object, pid: object, title: object) -> dict[str, Any]:
-    paper_id = py(pid)
-    return {"iri": py(paper), "id": paper_id, "title": py(title), "href": paper_href(paper_id)}
-
-
-def page_links(request: Request, total: int, limit: int, offset: int) -> dict[str, Any]:
-    """``next``/``previous`` URLs of a list (relative to the server root)."""
-    def link(new_offset: int) -> str:
-        query = request.url.include_query_params(offset=new_offset, limit=limit).query
-        return f"{request.url.path}?{query}"
-
-    return {
-        "total": total,
-        "limit": limit,
-        "offset": offset,
-        "next": link(offset + limit) if offset + limit < total else None,
-        "previous": link(max(0, offset - limit)) if offset > 0 and total else None,
-    }
-
-
-def _check_text(name: str, value: str | None) -> str | None:
-    if value is None:
-        return None
-    if not value.strip():
-        raise invalid(name, "is empty")
-    if "\x00" in value:
-        raise invalid(name, "contains a NUL character")
-    return value.strip()
-
-
-def resolve_entity(
-    store: GraphStore, value: str, *, type_name: str | None, parameter: str
-) -> str | None:
-    """The IRI an entity filter names, or None when the graph has no such entity.
-
-    Tried in order: an absolute IRI; ``type/key``; a key of the given type (as
-    given, then as the extractor would canonicalise it, so ``Machine Unlearning``
-    finds ``machine-unlearning``); a label or alias of the given type (or of any
-    type when none is given), ignoring case.
-    """
-    value = _check_text(parameter, value) or ""
-    if _ABSOLUTE.match(value):
-        try:
-            NamedNode(value)
-        except ValueError:
-            raise invalid(parameter, "is not a valid IRI") from None
-        return value
-    types = [type_name] if type_name else list(TYPES)
-    for iri in key_candidates(value, types):
-        if next(iter(solutions(store, "entity", entity=iri)), None) is not None:
-            return iri
-    for t in types:
-        hit = next(iter(solutions(store, "entity-by-label", type=TYPES[t], label=value)), None)
-        if hit is not None:
-            return hit["entity"].value
-    return None
-
-
-def key_candidates(value: str, types: list[str]) -> list[str]:
-    """Entity IRIs a non-IRI filter value may name, most likely first."""
-    from kg.extraction.canonical import canonical_key  # the extractor's own key rule
-
-    typed = _TYPED_KEY.match(value)
-    if typed and typed[1].lower() in types:
-        types, keys = [typed[1].lower()], [typed[2]]
-    else:
-        keys = [value]
-    keys.append(canonical_key(keys[0]))
-    out: list[str] = []
-    for t in types:
-        for key in keys:
-            iri = entity_iri(t.capitalize(), key)
-            if key and iri not in out:
-                out.append(iri)
-    return out
-
-
-def _key_guesses(value: str, type_name: str) -> list[str]:
-    """IRIs worth trying directly for one filter of ``GET /papers`` (no lookups)."""
-    value = value.strip()
-    if _ABSOLUTE.match(value):
-        try:
-            return [NamedNode(value).value]
-        except ValueError:
-            return []  # resolve_entity reports it
-    return key_candidates(value, [type_name]) if value else []
-
-
-def _slice(
-    result: QuerySolutions, offset: int, limit: int, *, key: str | None = None
-) -> tuple[int, list[Any]]:
-    """Count every solution but keep only those of the page (cheap for long lists).
-
-    ``key``: a variable whose repeats in consecutive solutions count once."""
-    total = 0
-    kept: list[Any] = []
-    last = None
-    for solution in result:
-        if key is not None:
-            value = solution[key]
-            if value == last:
-                continue
-            last = value
-        if offset <= total < offset + limit:
-            kept.append(solution)
-        total += 1
-    return total, kept
-
 
 # ---------------------------------------------------------------- papers
 
@@ -494,6 +82,7 @@ EntityFilter = Annotated[
     str | None,
     Query(max_length=MAX_FILTER, description="IRI, type/key, key, label or alias"),
 ]
+
 
 
 @router.get("/papers", response_model=PaperPage, tags=["papers"], summary="List papers")
@@ -518,7 +107,7 @@ async def list_papers(
     # spread the latency tail. The text filter scans every abstract: a thread.
     store = get_store(request)
     given = {"task": task, "method": method, "dataset": dataset, "metric": metric}
-    q = _check_text("q", q)
+    q = check_text("q", q)
     if q is None:
         body = papers_page(store, given, None, limit, offset)
     else:
@@ -527,159 +116,6 @@ async def list_papers(
     # Built from named-query results with fixed types: skip re-validating the model.
     return JSONResponse(body)
 
-
-def papers_page(
-    store: GraphStore, given: Mapping[str, str | None], q: str | None, limit: int, offset: int
-) -> dict[str, Any]:
-    """``total``, ``filters`` and the ``items`` of one page of ``GET /papers``."""
-    filters: dict[str, str | None] = {}
-    wanted: list[tuple[str, dict[str, object]]] = []
-    entity_filters = [(name, value) for name, value in given.items() if value is not None]
-    if len(entity_filters) == 1 and q is None:
-        # The common case, one entity given by key or IRI: try that IRI straight
-        # away and skip the resolving lookup when it has papers.
-        name, value = entity_filters[0]
-        for guess in _key_guesses(value, name):
-            result = solutions(store, "papers-with-entity", entity=guess)
-            total, page = _slice(result, offset, limit, key="paper")
-            if total:
-                items = [paper_summary(s["paper"], s["id"], s["title"]) for s in page]
-                return {"total": total, "filters": {name: guess}, "items": items}
-    for name, value in entity_filters:
-        iri = resolve_entity(store, value, type_name=name, parameter=name)
-        filters[name] = iri
-        wanted.append(("papers-with-entity", {"entity": iri}))
-    if q is not None:
-        wanted.append(("papers-matching-text", {"text": q}))
-    if any(v is None for v in filters.values()):
-        return {"total": 0, "filters": filters, "items": []}
-    if len(wanted) <= 1:
-        # One list: let the store order it and convert only the page.
-        name, params = wanted[0] if wanted else ("papers", {})
-        total, page = _slice(solutions(store, name, **params), offset, limit, key="paper")
-        items = [paper_summary(s["paper"], s["id"], s["title"]) for s in page]
-    else:
-        # Several filters: intersect the (small) lists of paper IRIs.
-        found: dict[str, tuple[Any, Any, Any]] | None = None
-        for name, params in wanted:
-            current = {
-                s["paper"].value: (s["paper"], s["id"], s["title"])
-                for s in solutions(store, name, **params)
-            }
-            found = current if found is None else {k: v for k, v in found.items() if k in current}
-        rows = sorted((found or {}).values(), key=lambda r: r[1].value)
-        total = len(rows)
-        items = [paper_summary(*r) for r in rows[offset:offset + limit]]
-    return {"total": total, "filters": filters, "items": items}
-
-
-def paper_detail(store: GraphStore, paper_id: str) -> dict[str, Any] | None:
-    """The JSON of one paper, or None when it is not in the graph."""
-    iri = paper_iri(paper_id)
-    head = next(iter(solutions(store, "paper", paper=iri)), None)
-    if head is None:
-        return None
-    out: dict[str, Any] = {
-        "id": py(head["id"]),
-        "iri": iri.value,
-        "title": py(head["title"]),
-        "abstract": py(head["abstract"]),
-        "year": py(head["year"]),
-        "venue": py(head["venue"]),
-        "url": py(head["url"]),
-        "extractor_version": py(head["extractorVersion"]),
-        "authors": [],
-        "keywords": [],
-        **{group: [] for group in _GROUP.values()},
-        "claims": [],
-    }
-    for s in solutions(store, "paper-lists", paper=iri):
-        field = "authors" if s["field"].value.endswith("creator") else "keywords"
-        out[field].append(py(s["value"]))
-    entities: dict[tuple[str, str], dict[str, Any]] = {}
-    for s in solutions(store, "paper-entities", paper=iri):
-        relation, entity = s["relation"].value, s["entity"].value
-        item = entities.get((relation, entity))
-        if item is None:
-            item = {**entity_ref(entity, s["type"], s["label"]), "confidence": py(s["confidence"]),
-                    "mentions": []}
-            entities[(relation, entity)] = item
-            out[_GROUP[relation]].append(item)
-        if s["mention"] is not None and s["text"] is not None:
-            mention = {"text": py(s["text"]), "start": py(s["start"]), "end": py(s["end"])}
-            if mention not in item["mentions"]:
-                item["mentions"].append(mention)
-    for group in _GROUP.values():
-        for item in out[group]:
-            item["mentions"].sort(key=lambda m: (m["start"], m["end"]))
-    out["claims"] = list(_claims(solutions(store, "paper-claims", paper=iri)))
-    return out
-
-
-def _claim(s: Any) -> dict[str, Any]:
-    def pair(var: str) -> tuple[str | None, str | None]:
-        return py(s[f"claim{var}Label"]), py(s[f"claim{var}"])
-
-    subject, subject_iri = pair("Subject")
-    metric, metric_iri = pair("Metric")
-    dataset, dataset_iri = pair("Dataset")
-    baseline, baseline_iri = pair("Baseline")
-    sentence = None
-    if s["sentence"] is not None and s["sentenceText"] is not None:
-        sentence = {"text": py(s["sentenceText"]), "start": py(s["sentenceStart"]),
-                    "end": py(s["sentenceEnd"])}
-    return {
-        "iri": s["claim"].value,
-        "text": py(s["text"]),
-        "start": py(s["start"]),
-        "end": py(s["end"]),
-        "kind": _KIND_NAME.get(py(s["claimKind"]) or ""),
-        "confidence": py(s["confidence"]),
-        "sentence": sentence,
-        "subject": subject,
-        "subject_iri": subject_iri,
-        "metric": metric,
-        "metric_iri": metric_iri,
-        "dataset": dataset,
-        "dataset_iri": dataset_iri,
-        "baseline": baseline,
-        "baseline_iri": baseline_iri,
-        "values": [],
-    }
-
-
-def _claims(result: QuerySolutions, *, offset: int = 0, limit: int | None = None,
-            counter: list[int] | None = None, with_paper: bool = False,
-            ) -> Iterator[dict[str, Any]]:
-    """Group claim rows (one per stated value) into claims; rows come ordered by claim.
-
-    Only claims of the page are converted; ``counter`` receives the total."""
-    index = -1
-    current: dict[str, Any] | None = None
-    last = None
-    seen_values: set[str] = set()
-    for s in result:
-        claim = s["claim"].value
-        if claim != last:
-            if current is not None:
-                yield current
-            current, last = None, claim
-            index += 1
-            seen_values = set()
-            if index >= offset and (limit is None or index < offset + limit):
-                current = _claim(s)
-                if with_paper:
-                    current["paper"] = paper_summary(s["paper"], s["id"], s["title"])
-        if current is not None and s["value"] is not None and s["value"].value not in seen_values:
-            seen_values.add(s["value"].value)
-            current["values"].append({
-                "text": py(s["valueText"]), "number": py(s["number"]), "unit": py(s["unit"]),
-                "start": py(s["valueStart"]), "end": py(s["valueEnd"]),
-            })
-    if current is not None:
-        yield current
-    if counter is not None:
-        counter.append(index + 1)
 
 
 @router.get(
@@ -703,17 +139,6 @@ def get_paper(
     response.headers["Link"] = alternates(f"/id/paper/{quote(paper_id, safe='')}")
     return detail
 
-
-def alternates(path: str, json_href: str | None = None) -> str:
-    """The ``Link`` header advertising a resource's other representations."""
-    links = [
-        f'<{path}?format={name}>; rel="alternate"; type="{media}"'
-        for name, media in (("html", "text/html"), ("ttl", "text/turtle"),
-                            ("jsonld", "application/ld+json"))
-    ]
-    if json_href:
-        links.append(f'<{json_href}>; rel="alternate"; type="application/json"')
-    return ", ".join(links)
 
 
 def _extractor(request: Request) -> Any:
@@ -878,25 +303,8 @@ async def delete_paper(
     return Response(status_code=204)
 
 
+
 # ---------------------------------------------------------------- entities
-
-
-def entity_counts(rows: list[Any], var: str = "entity") -> list[dict[str, Any]]:
-    """Entity references with their ``papers`` count, from query solutions."""
-    return [
-        {**entity_ref(s[var].value, s["type"], s["label"]), "papers": py(s["papers"])}
-        for s in rows
-    ]
-
-
-def list_entities(
-    request: Request, store: GraphStore, type_name: str, prefix: str | None, limit: int, offset: int
-) -> dict[str, Any]:
-    """One page of the entities of a type with paper counts, most papers first."""
-    prefix = _check_text("prefix", prefix) if prefix is not None else ""
-    result = solutions(store, "entities-by-type", type=TYPES[type_name], prefix=prefix)
-    total, page = _slice(result, offset, limit)
-    return {**page_links(request, total, limit, offset), "items": entity_counts(page)}
 
 
 Prefix = Annotated[
@@ -932,33 +340,6 @@ def list_metrics(request: Request, store: Annotated[GraphStore, Depends(get_stor
     """Metrics with the number of papers reporting each, most papers first."""
     return list_entities(request, store, "metric", prefix, limit, offset)
 
-
-def entity_detail(
-    store: GraphStore, type_name: str, key: str, *, papers_limit: int = 100, related_limit: int = 20
-) -> dict[str, Any] | None:
-    """The JSON of one entity, or None when the graph has no entity of that type and key."""
-    iri = entity_iri(type_name.capitalize(), key)
-    head = next(iter(solutions(store, "entity", entity=iri)), None)
-    if head is None or head["type"].value != TYPES[type_name].value:
-        return None
-    out = entity_ref(iri, head["type"], head["label"])
-    out["aliases"] = [py(s["alias"]) for s in solutions(store, "entity-aliases", entity=iri)]
-    papers: dict[str, dict[str, Any]] = {}
-    for s in solutions(store, "entity-papers", entity=iri):
-        paper = papers.get(s["paper"].value)
-        if paper is None:
-            paper = {**paper_summary(s["paper"], s["id"], s["title"]), "relations": []}
-            papers[s["paper"].value] = paper
-        paper["relations"].append(RELATIONS.get(s["relation"].value, s["relation"].value))
-    out["paper_count"] = len(papers)
-    out["papers"] = list(papers.values())[:papers_limit]
-    related: dict[str, list[dict[str, Any]]] = {t + "s": [] for t in TYPES}
-    for item in entity_counts(list(solutions(store, "related-entities", entity=iri)), "other"):
-        group = related.get(item["type"] + "s")
-        if group is not None and len(group) < related_limit:
-            group.append(item)
-    out["related"] = related
-    return out
 
 
 @router.get(
@@ -1013,6 +394,7 @@ def get_entity(
     return detail
 
 
+
 # ---------------------------------------------------------------- claims
 
 
@@ -1055,7 +437,7 @@ def list_claims(
     if max_value is not None:
         params["max_value"] = max_value
     counter: list[int] = []
-    items = list(_claims(solutions(store, "claims", **params), offset=offset, limit=limit,
+    items = list(group_claims(solutions(store, "claims", **params), offset=offset, limit=limit,
                          counter=counter, with_paper=True))
     return {**page_links(request, counter[0], limit, offset), "filters": filters, "items": items}
 
@@ -1077,14 +459,14 @@ def search(
 ) -> dict[str, Any]:
     """Entities whose label or an alias contains ``q`` (exact matches first, then
     prefix matches, then by paper count), and papers whose title contains it."""
-    text = _check_text("q", q) or ""
+    text = check_text("q", q) or ""
     entities = [
         {**entity_ref(s["entity"].value, s["type"], s["label"]), "papers": py(s["papers"]),
          "matched": py(s["matched"])}
         for s in solutions(store, "search-entities", text=text)
     ]
     entities.sort(key=lambda item: _rank(text.lower(), item))
-    _, page = _slice(solutions(store, "search-papers", text=text), 0, limit)
+    _, page = slice_solutions(solutions(store, "search-papers", text=text), 0, limit)
     papers = [paper_summary(s["paper"], s["id"], s["title"]) for s in page]
     return {"q": text, "entities": entities[:limit], "papers": papers}
 
@@ -1105,7 +487,8 @@ def stats(
             counts[name] = py(s["count"])
 
     def tops(type_name: str) -> list[dict[str, Any]]:
-        _, page = _slice(solutions(store, "entities-by-type", type=TYPES[type_name]), 0, top)
+        result = solutions(store, "entities-by-type", type=TYPES[type_name])
+        _, page = slice_solutions(result, 0, top)
         return entity_counts(page)
 
     return {"counts": counts, "triples": len(store), "top_tasks": tops("task"),
@@ -1198,115 +581,5 @@ def _query_params(query: Mapping[str, str]) -> dict[str, str]:
     return params
 
 
-# ---------------------------------------------------------------- dereferencing
 
-_DEREF_FORMATS = negotiation.GRAPH_FORMATS[:4]  # Turtle, N-Triples, RDF/XML, JSON-LD
-_DEREF_RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {"description": "The resource as HTML, Turtle, N-Triples, RDF/XML or JSON-LD",
-          "content": {"text/html": {}, "text/turtle": {}, "application/ld+json": {}}},
-    303: {"description": "`Accept: application/json` (or `format=json`): see the REST resource"},
-    404: {"description": "Not in the graph"},
-    406: {"description": "No acceptable representation"},
-}
-DerefFormat = Annotated[
-    str | None,
-    Query(max_length=100, description="html, ttl, nt, rdf, jsonld or json; wins over Accept"),
-]
-
-
-def _representation(request: Request, format: str | None) -> str | negotiation.Format:
-    """``"html"``, ``"json"`` or the RDF format a dereferencing request asks for."""
-    if format is not None:
-        name = format.strip().lower()
-        if name in {"html", "text/html"}:
-            return "html"
-        if name in {"json", "application/json"}:
-            return "json"
-        fmt = negotiation.by_name(name, _DEREF_FORMATS)
-        if fmt is None:
-            raise invalid("format", f"{format!r} is not one of html, ttl, nt, rdf, jsonld, json")
-        return fmt
-    ranges = negotiation.parse_accept(request.headers.get("accept"))
-    if negotiation.prefers_html(ranges):
-        return "html"
-    fmt = negotiation.choose(ranges, _DEREF_FORMATS)
-    if fmt is not None:
-        return fmt
-    # parse_accept reads application/json as SPARQL results JSON: here it means our JSON.
-    if negotiation.quality(ranges, "application/sparql-results+json") > 0:
-        return "json"
-    raise NotAcceptable("available: text/html, text/turtle, application/n-triples, "
-                        "application/rdf+xml, application/ld+json, application/json")
-
-
-def _deref(
-    request: Request, store: GraphStore, format: str | None, *, path: str, json_href: str,
-    html: Any, describe: tuple[str, dict[str, object]],
-) -> Response:
-    wanted = _representation(request, format)
-    headers = {"Vary": "Accept", "Link": alternates(path, json_href)}
-    if wanted == "json":
-        return RedirectResponse(json_href, status_code=303, headers=headers)
-    if wanted == "html":
-        from service import pages
-
-        return Response(html(pages), media_type="text/html; charset=utf-8", headers=headers)
-    assert isinstance(wanted, negotiation.Format)
-    from pyoxigraph import serialize
-
-    from kg.vocab import PREFIXES
-
-    name, params = describe
-    triples = list(run(store, name, **params))
-    body = serialize(triples, format=wanted.pyoxigraph, prefixes=PREFIXES)
-    return Response(body, media_type=wanted.media_type, headers=headers)
-
-
-@router.get("/id/paper/{paper_id:path}", tags=["linked data"], summary="Dereference a paper IRI",
-            response_class=Response, responses=_DEREF_RESPONSES)
-def deref_paper(
-    paper_id: Annotated[str, Path(max_length=MAX_STRING)],
-    request: Request,
-    store: Annotated[GraphStore, Depends(get_store)],
-    format: DerefFormat = None,
-) -> Response:
-    """The paper ``https://w3id.org/mlkg/id/paper/{id}`` by content negotiation:
-    HTML for browsers, Turtle, N-Triples, RDF/XML or JSON-LD (the paper's named
-    graph plus its entities' labels), or a 303 to ``/papers/{id}`` for
-    ``application/json``. Served directly (no redirect) with ``Vary: Accept``."""
-    detail = paper_detail(store, paper_id)
-    if detail is None:
-        raise NotFound(f"no paper with id {paper_id!r}", slug="unknown-paper")
-    path = "/id/paper/" + quote(paper_id, safe="")
-    json_href = paper_href(paper_id)
-    return _deref(
-        request, store, format, path=path, json_href=json_href,
-        html=lambda pages: pages.paper_page(detail, path=path, json_href=json_href),
-        describe=("describe-paper", {"graph": paper_graph(paper_id)}),
-    )
-
-
-@router.get("/id/{type}/{key:path}", tags=["linked data"], summary="Dereference an entity IRI",
-            response_class=Response, responses=_DEREF_RESPONSES)
-def deref_entity(
-    type: EntityKind,
-    key: Annotated[str, Path(max_length=MAX_STRING)],
-    request: Request,
-    store: Annotated[GraphStore, Depends(get_store)],
-    format: DerefFormat = None,
-) -> Response:
-    """The entity ``https://w3id.org/mlkg/id/{type}/{key}`` by content negotiation,
-    as for papers; ``application/json`` gets a 303 to ``/entities/{type}/{key}``."""
-    detail = entity_detail(store, type.value, key)
-    if detail is None:
-        raise NotFound(f"no {type.value} with key {key!r}", slug="unknown-entity")
-    path = f"/id/{type.value}/{quote(key, safe='')}"
-    json_href = detail["href"]
-    return _deref(
-        request, store, format, path=path, json_href=json_href,
-        html=lambda pages: pages.entity_page(detail, path=path, json_href=json_href),
-        describe=("describe-entity", {"entity": detail["iri"]}),
-    )
-
-
-__all__ = ["entity_detail", "paper_detail", "router"]
+router.include_router(pages.router)

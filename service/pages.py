@@ -1,15 +1,39 @@
-"""HTML pages for dereferenced paper and entity IRIs.
+"""Dereferencing of paper and entity IRIs, and their HTML pages.
 
-The pages are rendered from the same JSON the REST API returns
-(:func:`service.api.paper_detail`, :func:`service.api.entity_detail`), so the
-HTML and the JSON never disagree. Every value from the graph is escaped.
+``/id/paper/{id}`` and ``/id/{type}/{key}`` (the paths of the IRIs) answer by
+content negotiation: HTML, Turtle, N-Triples, RDF/XML, JSON-LD, or a 303 to
+the REST resource for ``application/json``. The pages are rendered from the
+same JSON the REST API returns (:func:`service.rest_data.paper_detail`,
+:func:`service.rest_data.entity_detail`), so the HTML and the JSON never
+disagree. Every value from the graph is escaped.
 """
 
 from __future__ import annotations
 
 from html import escape
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi.responses import RedirectResponse
+
+from kg.queries import MAX_STRING
+from kg.store import GraphStore
+from kg.vocab import paper_graph
+from service import negotiation
+from service.deps import get_store
+from service.errors import NotAcceptable, NotFound
+from service.rest_data import (
+    EntityKind,
+    alternates,
+    entity_detail,
+    invalid,
+    paper_detail,
+    paper_href,
+    run,
+)
+
+router = APIRouter()
 
 _STYLE = """
 body { font: 16px/1.5 system-ui, sans-serif; max-width: 56rem; margin: 2rem auto; padding: 0 1rem;
@@ -161,3 +185,112 @@ def entity_page(entity: dict[str, Any], *, path: str, json_href: str) -> str:
         parts.append(f"<h2>Related {escape(group)}</h2><ul>{lis}</ul>")
     parts.append(formats)
     return _page(label, "\n".join(parts), alternates=alternates)
+
+
+# ---------------------------------------------------------------- dereferencing
+
+_DEREF_FORMATS = negotiation.GRAPH_FORMATS[:4]  # Turtle, N-Triples, RDF/XML, JSON-LD
+_DEREF_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "The resource as HTML, Turtle, N-Triples, RDF/XML or JSON-LD",
+          "content": {"text/html": {}, "text/turtle": {}, "application/ld+json": {}}},
+    303: {"description": "`Accept: application/json` (or `format=json`): see the REST resource"},
+    404: {"description": "Not in the graph"},
+    406: {"description": "No acceptable representation"},
+}
+DerefFormat = Annotated[
+    str | None,
+    Query(max_length=100, description="html, ttl, nt, rdf, jsonld or json; wins over Accept"),
+]
+
+
+def _representation(request: Request, format: str | None) -> str | negotiation.Format:
+    """``"html"``, ``"json"`` or the RDF format a dereferencing request asks for."""
+    if format is not None:
+        name = format.strip().lower()
+        if name in {"html", "text/html"}:
+            return "html"
+        if name in {"json", "application/json"}:
+            return "json"
+        fmt = negotiation.by_name(name, _DEREF_FORMATS)
+        if fmt is None:
+            raise invalid("format", f"{format!r} is not one of html, ttl, nt, rdf, jsonld, json")
+        return fmt
+    ranges = negotiation.parse_accept(request.headers.get("accept"))
+    if negotiation.prefers_html(ranges):
+        return "html"
+    fmt = negotiation.choose(ranges, _DEREF_FORMATS)
+    if fmt is not None:
+        return fmt
+    # parse_accept reads application/json as SPARQL results JSON: here it means our JSON.
+    if negotiation.quality(ranges, "application/sparql-results+json") > 0:
+        return "json"
+    raise NotAcceptable("available: text/html, text/turtle, application/n-triples, "
+                        "application/rdf+xml, application/ld+json, application/json")
+
+
+def _deref(
+    request: Request, store: GraphStore, format: str | None, *, path: str, json_href: str,
+    html: Any, describe: tuple[str, dict[str, object]],
+) -> Response:
+    wanted = _representation(request, format)
+    headers = {"Vary": "Accept", "Link": alternates(path, json_href)}
+    if wanted == "json":
+        return RedirectResponse(json_href, status_code=303, headers=headers)
+    if wanted == "html":
+        return Response(html(), media_type="text/html; charset=utf-8", headers=headers)
+    assert isinstance(wanted, negotiation.Format)
+    from pyoxigraph import serialize
+
+    from kg.vocab import PREFIXES
+
+    name, params = describe
+    triples = list(run(store, name, **params))
+    body = serialize(triples, format=wanted.pyoxigraph, prefixes=PREFIXES)
+    return Response(body, media_type=wanted.media_type, headers=headers)
+
+
+@router.get("/id/paper/{paper_id:path}", tags=["linked data"], summary="Dereference a paper IRI",
+            response_class=Response, responses=_DEREF_RESPONSES)
+def deref_paper(
+    paper_id: Annotated[str, Path(max_length=MAX_STRING)],
+    request: Request,
+    store: Annotated[GraphStore, Depends(get_store)],
+    format: DerefFormat = None,
+) -> Response:
+    """The paper ``https://w3id.org/mlkg/id/paper/{id}`` by content negotiation:
+    HTML for browsers, Turtle, N-Triples, RDF/XML or JSON-LD (the paper's named
+    graph plus its entities' labels), or a 303 to ``/papers/{id}`` for
+    ``application/json``. Served directly (no redirect) with ``Vary: Accept``."""
+    detail = paper_detail(store, paper_id)
+    if detail is None:
+        raise NotFound(f"no paper with id {paper_id!r}", slug="unknown-paper")
+    path = "/id/paper/" + quote(paper_id, safe="")
+    json_href = paper_href(paper_id)
+    return _deref(
+        request, store, format, path=path, json_href=json_href,
+        html=lambda: paper_page(detail, path=path, json_href=json_href),
+        describe=("describe-paper", {"graph": paper_graph(paper_id)}),
+    )
+
+
+@router.get("/id/{type}/{key:path}", tags=["linked data"], summary="Dereference an entity IRI",
+            response_class=Response, responses=_DEREF_RESPONSES)
+def deref_entity(
+    type: EntityKind,
+    key: Annotated[str, Path(max_length=MAX_STRING)],
+    request: Request,
+    store: Annotated[GraphStore, Depends(get_store)],
+    format: DerefFormat = None,
+) -> Response:
+    """The entity ``https://w3id.org/mlkg/id/{type}/{key}`` by content negotiation,
+    as for papers; ``application/json`` gets a 303 to ``/entities/{type}/{key}``."""
+    detail = entity_detail(store, type.value, key)
+    if detail is None:
+        raise NotFound(f"no {type.value} with key {key!r}", slug="unknown-entity")
+    path = f"/id/{type.value}/{quote(key, safe='')}"
+    json_href = detail["href"]
+    return _deref(
+        request, store, format, path=path, json_href=json_href,
+        html=lambda: entity_page(detail, path=path, json_href=json_href),
+        describe=("describe-entity", {"entity": detail["iri"]}),
+    )

@@ -15,7 +15,7 @@ import rdflib
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from service import api
+from service import api, pages
 from service.app import create_app
 from service.settings import Settings
 
@@ -408,8 +408,10 @@ def test_hostile_input_never_500(client: TestClient, url: str) -> None:
 def test_openapi_documents_every_route(client: TestClient) -> None:
     spec = get(client, "/openapi.json")
     paths = spec["paths"]
-    for route in api.router.routes:
-        assert isinstance(route, APIRoute)
+    routes = [r for router in (api.router, pages.router) for r in router.routes
+              if isinstance(r, APIRoute)]
+    assert len(routes) == 17
+    for route in routes:
         path = route.path.replace(":path}", "}")
         assert path in paths, path
         for method in route.methods:

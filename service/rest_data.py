@@ -1,0 +1,467 @@
+"""The data behind the REST API: named queries run and their results shaped
+into the API's JSON. Shared by the REST routes (:mod:`service.api`) and the
+dereferencing pages (:mod:`service.pages`).
+
+Every value from a client reaches SPARQL only as a substitution through
+:mod:`kg.queries`; a value that does not fit its parameter is a 422 naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from enum import StrEnum
+from typing import Any
+from urllib.parse import quote, unquote
+
+from fastapi import Request
+from pyoxigraph import Literal, NamedNode, QuerySolutions
+
+from kg.model import EntityType
+from kg.queries import ParameterError, default_registry
+from kg.store import GraphStore, QueryResult
+from kg.vocab import CLAIM_KINDS, ID_PREFIX, KG, entity_iri, paper_iri
+from service.errors import InvalidParameter
+
+MAX_PAGE = 200
+MAX_OFFSET = 1_000_000
+MAX_RECORDS = 100
+"""Most abstracts one ``POST /papers`` may carry: extraction runs in the request."""
+MAX_FILTER = 500
+"""Longest entity filter or search text accepted (longer is a 422, not a scan)."""
+
+class EntityKind(StrEnum):
+    """The entity types as URL segments."""
+
+    task = "task"
+    method = "method"
+    dataset = "dataset"
+    metric = "metric"
+
+
+TYPES: dict[str, NamedNode] = {t.value.lower(): KG[t.value] for t in EntityType}
+"""URL segment (``task``) → ontology class."""
+_TYPE_NAME = {cls.value: name for name, cls in TYPES.items()}
+
+RELATIONS: dict[str, str] = {
+    KG.addressesTask.value: "addresses",
+    KG.proposesMethod.value: "proposes",
+    KG.usesMethod.value: "uses",
+    KG.evaluatesOn.value: "evaluates_on",
+    KG.reportsMetric.value: "reports",
+}
+"""Paper → entity property → the name the API gives it."""
+
+_GROUP = {
+    KG.addressesTask.value: "tasks",
+    KG.usesMethod.value: "methods",
+    KG.proposesMethod.value: "proposed_methods",
+    KG.evaluatesOn.value: "datasets",
+    KG.reportsMetric.value: "metrics",
+}
+_KIND_NAME = {iri.value: name for name, iri in CLAIM_KINDS.items()}
+_TYPED_KEY = re.compile(r"^(task|method|dataset|metric)/(.+)$", re.IGNORECASE)
+_ABSOLUTE = re.compile(r"^(https?|urn):", re.IGNORECASE)
+
+
+def run(store: GraphStore, name: str, **params: object) -> QueryResult:
+    """Run a named query; a parameter the client supplied that does not fit → 422."""
+    try:
+        return default_registry().run(store, name, params)
+    except ParameterError as exc:
+        raise invalid(exc.parameter, exc.message) from None
+
+
+def invalid(parameter: str, message: str, *, where: str = "query") -> InvalidParameter:
+    """A 422 naming the parameter, in the same shape as FastAPI's validation errors."""
+    return InvalidParameter(
+        f"invalid parameter: {parameter}: {message}",
+        errors=[{"parameter": parameter, "in": where, "message": message}],
+    )
+
+
+def solutions(store: GraphStore, name: str, **params: object) -> QuerySolutions:
+    result = run(store, name, **params)
+    assert isinstance(result, QuerySolutions)
+    return result
+
+
+def py(term: object) -> Any:
+    """An RDF term as a plain Python value (numbers typed, IRIs as strings)."""
+    if term is None:
+        return None
+    if isinstance(term, Literal):
+        dt = term.datatype.value.rsplit("#", 1)[-1]
+        try:
+            if dt in {"integer", "int", "long", "gYear"}:
+                return int(term.value)
+            if dt in {"double", "decimal", "float"}:
+                return float(term.value)
+        except ValueError:
+            return term.value
+        if dt == "boolean":
+            return term.value == "true"
+        return term.value
+    return getattr(term, "value", str(term))
+
+
+def entity_key(iri: str) -> tuple[str, str] | None:
+    """``(type, key)`` of an entity IRI of this graph, or None for other IRIs."""
+    if not iri.startswith(ID_PREFIX):
+        return None
+    kind, _, key = iri[len(ID_PREFIX):].partition("/")
+    if kind not in TYPES or not key:
+        return None
+    return kind, unquote(key)
+
+
+def entity_href(iri: str) -> str:
+    found = entity_key(iri)
+    if found is None:
+        return "/entities?iri=" + quote(iri, safe="")
+    return f"/entities/{found[0]}/{quote(found[1], safe='')}"
+
+
+def paper_href(paper_id: str) -> str:
+    return "/papers/" + quote(paper_id, safe="")
+
+
+def entity_ref(iri: str, type_iri: object, label: object) -> dict[str, Any]:
+    found = entity_key(iri)
+    type_name = _TYPE_NAME.get(py(type_iri) or "", found[0] if found else "")
+    return {
+        "iri": iri,
+        "type": type_name,
+        "key": found[1] if found else iri,
+        "label": py(label),
+        "href": entity_href(iri),
+    }
+
+
+def paper_summary(paper: object, pid: object, title: object) -> dict[str, Any]:
+    paper_id = py(pid)
+    return {"iri": py(paper), "id": paper_id, "title": py(title), "href": paper_href(paper_id)}
+
+
+def page_links(request: Request, total: int, limit: int, offset: int) -> dict[str, Any]:
+    """``next``/``previous`` URLs of a list (relative to the server root)."""
+    def link(new_offset: int) -> str:
+        query = request.url.include_query_params(offset=new_offset, limit=limit).query
+        return f"{request.url.path}?{query}"
+
+    return {
+        "total": total,
+        "limit": limit,
+        "offset": offset,
+        "next": link(offset + limit) if offset + limit < total else None,
+        "previous": link(max(0, offset - limit)) if offset > 0 and total else None,
+    }
+
+
+def check_text(name: str, value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not value.strip():
+        raise invalid(name, "is empty")
+    if "\x00" in value:
+        raise invalid(name, "contains a NUL character")
+    return value.strip()
+
+
+def resolve_entity(
+    store: GraphStore, value: str, *, type_name: str | None, parameter: str
+) -> str | None:
+    """The IRI an entity filter names, or None when the graph has no such entity.
+
+    Tried in order: an absolute IRI; ``type/key``; a key of the given type (as
+    given, then as the extractor would canonicalise it, so ``Machine Unlearning``
+    finds ``machine-unlearning``); a label or alias of the given type (or of any
+    type when none is given), ignoring case.
+    """
+    value = check_text(parameter, value) or ""
+    if _ABSOLUTE.match(value):
+        try:
+            NamedNode(value)
+        except ValueError:
+            raise invalid(parameter, "is not a valid IRI") from None
+        return value
+    types = [type_name] if type_name else list(TYPES)
+    for iri in key_candidates(value, types):
+        if next(iter(solutions(store, "entity", entity=iri)), None) is not None:
+            return iri
+    for t in types:
+        hit = next(iter(solutions(store, "entity-by-label", type=TYPES[t], label=value)), None)
+        if hit is not None:
+            return hit["entity"].value
+    return None
+
+
+def key_candidates(value: str, types: list[str]) -> list[str]:
+    """Entity IRIs a non-IRI filter value may name, most likely first."""
+    from kg.extraction.canonical import canonical_key  # the extractor's own key rule
+
+    typed = _TYPED_KEY.match(value)
+    if typed and typed[1].lower() in types:
+        types, keys = [typed[1].lower()], [typed[2]]
+    else:
+        keys = [value]
+    keys.append(canonical_key(keys[0]))
+    out: list[str] = []
+    for t in types:
+        for key in keys:
+            iri = entity_iri(t.capitalize(), key)
+            if key and iri not in out:
+                out.append(iri)
+    return out
+
+
+def key_guesses(value: str, type_name: str) -> list[str]:
+    """IRIs worth trying directly for one filter of ``GET /papers`` (no lookups)."""
+    value = value.strip()
+    if _ABSOLUTE.match(value):
+        try:
+            return [NamedNode(value).value]
+        except ValueError:
+            return []  # resolve_entity reports it
+    return key_candidates(value, [type_name]) if value else []
+
+
+def slice_solutions(
+    result: QuerySolutions, offset: int, limit: int, *, key: str | None = None
+) -> tuple[int, list[Any]]:
+    """Count every solution but keep only those of the page (cheap for long lists).
+
+    ``key``: a variable whose repeats in consecutive solutions count once."""
+    total = 0
+    kept: list[Any] = []
+    last = None
+    for solution in result:
+        if key is not None:
+            value = solution[key]
+            if value == last:
+                continue
+            last = value
+        if offset <= total < offset + limit:
+            kept.append(solution)
+        total += 1
+    return total, kept
+
+
+def papers_page(
+    store: GraphStore, given: Mapping[str, str | None], q: str | None, limit: int, offset: int
+) -> dict[str, Any]:
+    """``total``, ``filters`` and the ``items`` of one page of ``GET /papers``."""
+    filters: dict[str, str | None] = {}
+    wanted: list[tuple[str, dict[str, object]]] = []
+    entity_filters = [(name, value) for name, value in given.items() if value is not None]
+    if len(entity_filters) == 1 and q is None:
+        # The common case, one entity given by key or IRI: try that IRI straight
+        # away and skip the resolving lookup when it has papers.
+        name, value = entity_filters[0]
+        for guess in key_guesses(value, name):
+            result = solutions(store, "papers-with-entity", entity=guess)
+            total, page = slice_solutions(result, offset, limit, key="paper")
+            if total:
+                items = [paper_summary(s["paper"], s["id"], s["title"]) for s in page]
+                return {"total": total, "filters": {name: guess}, "items": items}
+    for name, value in entity_filters:
+        iri = resolve_entity(store, value, type_name=name, parameter=name)
+        filters[name] = iri
+        wanted.append(("papers-with-entity", {"entity": iri}))
+    if q is not None:
+        wanted.append(("papers-matching-text", {"text": q}))
+    if any(v is None for v in filters.values()):
+        return {"total": 0, "filters": filters, "items": []}
+    if len(wanted) <= 1:
+        # One list: let the store order it and convert only the page.
+        name, params = wanted[0] if wanted else ("papers", {})
+        total, page = slice_solutions(solutions(store, name, **params), offset, limit, key="paper")
+        items = [paper_summary(s["paper"], s["id"], s["title"]) for s in page]
+    else:
+        # Several filters: intersect the (small) lists of paper IRIs.
+        found: dict[str, tuple[Any, Any, Any]] | None = None
+        for name, params in wanted:
+            current = {
+                s["paper"].value: (s["paper"], s["id"], s["title"])
+                for s in solutions(store, name, **params)
+            }
+            found = current if found is None else {k: v for k, v in found.items() if k in current}
+        rows = sorted((found or {}).values(), key=lambda r: r[1].value)
+        total = len(rows)
+        items = [paper_summary(*r) for r in rows[offset:offset + limit]]
+    return {"total": total, "filters": filters, "items": items}
+
+
+
+def paper_detail(store: GraphStore, paper_id: str) -> dict[str, Any] | None:
+    """The JSON of one paper, or None when it is not in the graph."""
+    iri = paper_iri(paper_id)
+    head = next(iter(solutions(store, "paper", paper=iri)), None)
+    if head is None:
+        return None
+    out: dict[str, Any] = {
+        "id": py(head["id"]),
+        "iri": iri.value,
+        "title": py(head["title"]),
+        "abstract": py(head["abstract"]),
+        "year": py(head["year"]),
+        "venue": py(head["venue"]),
+        "url": py(head["url"]),
+        "extractor_version": py(head["extractorVersion"]),
+        "authors": [],
+        "keywords": [],
+        **{group: [] for group in _GROUP.values()},
+        "claims": [],
+    }
+    for s in solutions(store, "paper-lists", paper=iri):
+        field = "authors" if s["field"].value.endswith("creator") else "keywords"
+        out[field].append(py(s["value"]))
+    entities: dict[tuple[str, str], dict[str, Any]] = {}
+    for s in solutions(store, "paper-entities", paper=iri):
+        relation, entity = s["relation"].value, s["entity"].value
+        item = entities.get((relation, entity))
+        if item is None:
+            item = {**entity_ref(entity, s["type"], s["label"]), "confidence": py(s["confidence"]),
+                    "mentions": []}
+            entities[(relation, entity)] = item
+            out[_GROUP[relation]].append(item)
+        if s["mention"] is not None and s["text"] is not None:
+            mention = {"text": py(s["text"]), "start": py(s["start"]), "end": py(s["end"])}
+            if mention not in item["mentions"]:
+                item["mentions"].append(mention)
+    for group in _GROUP.values():
+        for item in out[group]:
+            item["mentions"].sort(key=lambda m: (m["start"], m["end"]))
+    out["claims"] = list(group_claims(solutions(store, "paper-claims", paper=iri)))
+    return out
+
+
+def _claim(s: Any) -> dict[str, Any]:
+    def pair(var: str) -> tuple[str | None, str | None]:
+        return py(s[f"claim{var}Label"]), py(s[f"claim{var}"])
+
+    subject, subject_iri = pair("Subject")
+    metric, metric_iri = pair("Metric")
+    dataset, dataset_iri = pair("Dataset")
+    baseline, baseline_iri = pair("Baseline")
+    sentence = None
+    if s["sentence"] is not None and s["sentenceText"] is not None:
+        sentence = {"text": py(s["sentenceText"]), "start": py(s["sentenceStart"]),
+                    "end": py(s["sentenceEnd"])}
+    return {
+        "iri": s["claim"].value,
+        "text": py(s["text"]),
+        "start": py(s["start"]),
+        "end": py(s["end"]),
+        "kind": _KIND_NAME.get(py(s["claimKind"]) or ""),
+        "confidence": py(s["confidence"]),
+        "sentence": sentence,
+        "subject": subject,
+        "subject_iri": subject_iri,
+        "metric": metric,
+        "metric_iri": metric_iri,
+        "dataset": dataset,
+        "dataset_iri": dataset_iri,
+        "baseline": baseline,
+        "baseline_iri": baseline_iri,
+        "values": [],
+    }
+
+
+def group_claims(result: QuerySolutions, *, offset: int = 0, limit: int | None = None,
+            counter: list[int] | None = None, with_paper: bool = False,
+            ) -> Iterator[dict[str, Any]]:
+    """Group claim rows (one per stated value) into claims; rows come ordered by claim.
+
+    Only claims of the page are converted; ``counter`` receives the total."""
+    index = -1
+    current: dict[str, Any] | None = None
+    last = None
+    seen_values: set[str] = set()
+    for s in result:
+        claim = s["claim"].value
+        if claim != last:
+            if current is not None:
+                yield current
+            current, last = None, claim
+            index += 1
+            seen_values = set()
+            if index >= offset and (limit is None or index < offset + limit):
+                current = _claim(s)
+                if with_paper:
+                    current["paper"] = paper_summary(s["paper"], s["id"], s["title"])
+        if current is not None and s["value"] is not None and s["value"].value not in seen_values:
+            seen_values.add(s["value"].value)
+            current["values"].append({
+                "text": py(s["valueText"]), "number": py(s["number"]), "unit": py(s["unit"]),
+                "start": py(s["valueStart"]), "end": py(s["valueEnd"]),
+            })
+    if current is not None:
+        yield current
+    if counter is not None:
+        counter.append(index + 1)
+
+
+
+def alternates(path: str, json_href: str | None = None) -> str:
+    """The ``Link`` header advertising a resource's other representations."""
+    links = [
+        f'<{path}?format={name}>; rel="alternate"; type="{media}"'
+        for name, media in (("html", "text/html"), ("ttl", "text/turtle"),
+                            ("jsonld", "application/ld+json"))
+    ]
+    if json_href:
+        links.append(f'<{json_href}>; rel="alternate"; type="application/json"')
+    return ", ".join(links)
+
+
+
+
+def entity_counts(rows: list[Any], var: str = "entity") -> list[dict[str, Any]]:
+    """Entity references with their ``papers`` count, from query solutions."""
+    return [
+        {**entity_ref(s[var].value, s["type"], s["label"]), "papers": py(s["papers"])}
+        for s in rows
+    ]
+
+
+
+def list_entities(
+    request: Request, store: GraphStore, type_name: str, prefix: str | None, limit: int, offset: int
+) -> dict[str, Any]:
+    """One page of the entities of a type with paper counts, most papers first."""
+    prefix = check_text("prefix", prefix) if prefix is not None else ""
+    result = solutions(store, "entities-by-type", type=TYPES[type_name], prefix=prefix)
+    total, page = slice_solutions(result, offset, limit)
+    return {**page_links(request, total, limit, offset), "items": entity_counts(page)}
+
+
+
+def entity_detail(
+    store: GraphStore, type_name: str, key: str, *, papers_limit: int = 100, related_limit: int = 20
+) -> dict[str, Any] | None:
+    """The JSON of one entity, or None when the graph has no entity of that type and key."""
+    iri = entity_iri(type_name.capitalize(), key)
+    head = next(iter(solutions(store, "entity", entity=iri)), None)
+    if head is None or head["type"].value != TYPES[type_name].value:
+        return None
+    out = entity_ref(iri, head["type"], head["label"])
+    out["aliases"] = [py(s["alias"]) for s in solutions(store, "entity-aliases", entity=iri)]
+    papers: dict[str, dict[str, Any]] = {}
+    for s in solutions(store, "entity-papers", entity=iri):
+        paper = papers.get(s["paper"].value)
+        if paper is None:
+            paper = {**paper_summary(s["paper"], s["id"], s["title"]), "relations": []}
+            papers[s["paper"].value] = paper
+        paper["relations"].append(RELATIONS.get(s["relation"].value, s["relation"].value))
+    out["paper_count"] = len(papers)
+    out["papers"] = list(papers.values())[:papers_limit]
+    related: dict[str, list[dict[str, Any]]] = {t + "s": [] for t in TYPES}
+    for item in entity_counts(list(solutions(store, "related-entities", entity=iri)), "other"):
+        group = related.get(item["type"] + "s")
+        if group is not None and len(group) < related_limit:
+            group.append(item)
+    out["related"] = related
+    return out
+
+

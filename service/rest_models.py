@@ -1,0 +1,224 @@
+"""Response models of the REST API: they make the JSON shapes part of the
+OpenAPI description (``/openapi.json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class EntityRef(BaseModel):
+    """A task, method, dataset or metric."""
+
+    iri: str
+    type: str = Field(description="task, method, dataset or metric")
+    key: str
+    label: str | None = None
+    href: str = Field(description="This entity in the REST API")
+
+
+class EntityCount(EntityRef):
+    """An entity with the number of papers linked to it."""
+
+    papers: int
+
+
+class MentionOut(BaseModel):
+    """A span of the abstract: ``abstract[start:end] == text``."""
+
+    text: str
+    start: int
+    end: int
+
+
+class PaperEntity(EntityRef):
+    """An entity of one paper, with where the abstract names it."""
+
+    confidence: float | None = None
+    mentions: list[MentionOut] = []
+
+
+class SentenceOut(BaseModel):
+    """The sentence a claim is in, with its offsets into the abstract."""
+
+    text: str
+    start: int
+    end: int
+
+
+class ValueOut(BaseModel):
+    """A number a claim states."""
+
+    text: str
+    number: float | None = None
+    unit: str | None = None
+    start: int | None = None
+    end: int | None = None
+
+
+class ClaimOut(BaseModel):
+    """A claim of a paper; offsets are into the paper's abstract."""
+
+    iri: str
+    text: str
+    start: int
+    end: int
+    kind: str | None
+    confidence: float | None = None
+    sentence: SentenceOut | None = None
+    subject: str | None = None
+    subject_iri: str | None = None
+    metric: str | None = None
+    metric_iri: str | None = None
+    dataset: str | None = None
+    dataset_iri: str | None = None
+    baseline: str | None = None
+    baseline_iri: str | None = None
+    values: list[ValueOut] = []
+
+
+class PaperSummary(BaseModel):
+    """A paper in a list."""
+
+    id: str
+    iri: str
+    title: str | None = None
+    href: str = Field(description="This paper in the REST API")
+
+
+class ClaimWithPaper(ClaimOut):
+    """A claim with the paper that makes it."""
+
+    paper: PaperSummary
+
+
+class PaperDetail(BaseModel):
+    """Everything the graph holds about a paper; keys as in ``kg extract`` output."""
+
+    id: str
+    iri: str
+    title: str | None = None
+    abstract: str
+    year: int | None = None
+    venue: str | None = None
+    url: str | None = None
+    authors: list[str] = []
+    keywords: list[str] = []
+    extractor_version: str | None = None
+    tasks: list[PaperEntity] = []
+    methods: list[PaperEntity] = []
+    proposed_methods: list[PaperEntity] = []
+    datasets: list[PaperEntity] = []
+    metrics: list[PaperEntity] = []
+    claims: list[ClaimOut] = []
+
+
+class Page(BaseModel):
+    """Paging of a list: ``next`` is the URL of the following page, when there is one."""
+
+    total: int
+    limit: int
+    offset: int
+    next: str | None = None
+    previous: str | None = None
+
+
+class PaperPage(Page):
+    filters: dict[str, str | None] = Field(
+        default={}, description="Each entity filter as given → the IRI it resolved to (null: none)"
+    )
+    items: list[PaperSummary]
+
+
+class EntityPage(Page):
+    items: list[EntityCount]
+
+
+class ClaimPage(Page):
+    filters: dict[str, str | None] = {}
+    items: list[ClaimWithPaper]
+
+
+class EntityPaper(PaperSummary):
+    """A paper of an entity, with how it relates to the entity."""
+
+    relations: list[str]
+
+
+class Related(BaseModel):
+    """Entities that share papers with an entity, most shared first."""
+
+    tasks: list[EntityCount] = []
+    methods: list[EntityCount] = []
+    datasets: list[EntityCount] = []
+    metrics: list[EntityCount] = []
+
+
+class EntityDetail(EntityRef):
+    """An entity with its aliases, papers and related entities."""
+
+    aliases: list[str] = []
+    paper_count: int
+    papers: list[EntityPaper]
+    related: Related
+
+
+class SearchEntity(EntityCount):
+    matched: str = Field(description="The label or alias that matched")
+
+
+class SearchResult(BaseModel):
+    q: str
+    entities: list[SearchEntity]
+    papers: list[PaperSummary]
+
+
+class Stats(BaseModel):
+    counts: dict[str, int] = Field(description="Papers, tasks, methods, datasets, metrics, claims")
+    triples: int
+    top_tasks: list[EntityCount]
+    top_methods: list[EntityCount]
+
+
+class ParameterInfo(BaseModel):
+    name: str
+    type: str
+    description: str
+    required: bool
+    default: str | None = None
+
+
+class QueryInfo(BaseModel):
+    name: str
+    title: str
+    description: str
+    form: str = Field(description="select, ask or construct")
+    parameters: list[ParameterInfo]
+    href: str
+
+
+class RecordResult(BaseModel):
+    """What happened to one record of a ``POST /papers`` body."""
+
+    record: int = Field(description="1-based position in the request")
+    id: str | None = None
+    status: str = Field(
+        description="added, updated, unchanged, duplicate, rejected (bad record) or failed "
+                    "(the extractor failed on it: a server-side error, logged)"
+    )
+    reason: str | None = None
+    href: str | None = None
+    extraction: dict[str, Any] | None = Field(
+        default=None, description="What was extracted (the `kg extract` JSON), for added/updated"
+    )
+
+
+class IngestResponse(BaseModel):
+    added: int
+    updated: int
+    unchanged: int
+    duplicates: int
+    rejected: int
+    results: list[RecordResult]
+
