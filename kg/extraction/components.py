@@ -507,14 +507,26 @@ def name_run(span: Span) -> Span | None:
     while i < span.end:
         if is_name_token(doc[i]):
             j = i + 1
-            # Back over a Titlecase hyphen prefix: "Prior-Free" when only "Free" looked named.
-            while (
-                i - 2 >= span.start
-                and doc[i - 1].text in "-‐"
-                and doc[i - 2].text[:1].isupper()
-                and not doc[i - 2].whitespace_
-            ):
-                i -= 2
+            # Back over a Titlecase hyphen prefix ("Prior-Free" when only "Free" looked
+            # named) and over Titlecase words of a multiword name ("Class Prior Estimating").
+            while i > span.start:
+                prev = doc[i - 1]
+                if (
+                    i - 2 >= span.start
+                    and prev.text in "-‐"
+                    and doc[i - 2].text[:1].isupper()
+                    and not doc[i - 2].whitespace_
+                ):
+                    i -= 2
+                elif (
+                    prev.text[:1].isupper()
+                    and prev.is_alpha
+                    and not prev.is_sent_start
+                    and prev.pos_ not in ("DET", "PRON", "ADP", "CCONJ")
+                ):
+                    i -= 1
+                else:
+                    break
             while j < span.end and (
                 is_name_token(doc[j])
                 or (
