@@ -328,8 +328,12 @@ class EntityCollector:
                 return None
             if head == "Dataset" and len(span) > 1 and self._named(span[:-1]):
                 return "Dataset"
-            if ner_label == "Material" and self._named(span) and not head:
-                return "Dataset"
+            if (
+                ner_label == "Material"
+                and not head
+                and any(is_acronym(t.text) or any(c.isdigit() for c in t.text) for t in span)
+            ):
+                return "Dataset"  # "CIFAR-10", "ImageNet"; not "English"
             return None
         role = head_token(span).lower_ in _ROLE_HEADS
         if head is not None and ner_label in ("Task", "Method") and role:
@@ -513,7 +517,7 @@ def name_run(span: Span) -> Span | None:
                 prev = doc[i - 1]
                 if (
                     i - 2 >= span.start
-                    and prev.text in "-‐"
+                    and prev.text in "-‐–"
                     and doc[i - 2].text[:1].isupper()
                     and not doc[i - 2].whitespace_
                 ):
@@ -530,12 +534,12 @@ def name_run(span: Span) -> Span | None:
             while j < span.end and (
                 is_name_token(doc[j])
                 or (
-                    doc[j].text in "-‐"
+                    doc[j].text in "-‐–"
                     and j + 1 < span.end
                     and not doc[j - 1].whitespace_
                     and (doc[j + 1].text[:1].isupper() or doc[j + 1].like_num)
                 )
-                or (doc[j].text[:1].isupper() and doc[j - 1].text in "-‐")
+                or (doc[j].text[:1].isupper() and doc[j - 1].text in "-‐–")
             ):
                 j += 1
             return doc[i:j]
