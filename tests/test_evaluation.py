@@ -126,3 +126,19 @@ def test_scores_on_the_shared_gold(extractor) -> None:  # noqa: ANN001
     assert fields["metrics"]["lenient"].f1 >= 0.6
     assert fields["claims"]["lenient"].f1 >= 0.6
     assert report.claim_values_correct / report.claim_values_total >= 0.85
+
+
+SCIERC_DEV = SHARED / "data" / "scierc" / "dev.jsonl"
+
+
+@pytest.mark.shared
+@pytest.mark.skipif(
+    not SCIERC_DEV.exists(), reason="../shared/data/scierc is not beside the checkout"
+)
+def test_scierc_dev_scores(extractor) -> None:  # noqa: ANN001
+    from kg.evaluation import evaluate_scierc
+
+    scores = evaluate_scierc(SCIERC_DEV, extractor=extractor, layer="ner")
+    assert set(scores) == {"ALL", "Task", "Method", "Metric", "Material"}
+    assert scores["ALL"]["gold"] == 452
+    assert scores["ALL"]["f1"] >= 0.4
