@@ -572,14 +572,12 @@ class ProposalDetector:
             start = obj.left_edge.i
             end = obj.i + 1
             # The object's own phrase plus an apposition or bracket ("X, a …", "X (long)");
-            # "for"-phrases only serve the unnamed fallback ("a framework for …").
+            # "for"/"of"-phrases serve the unnamed fallback ("a framework for …", "a variant of …").
             for child in obj.rights:
                 if (
                     child.dep_ in ("appos", "compound", "amod", "nmod", "npadvmod")
                     or (child.dep_ == "punct" and child.text in "()")
-                    or child.dep_ == "prep"
-                    and child.lower_ == "for"
-                    and child.i == end
+                    or (child.dep_ == "prep" and child.lower_ in ("for", "of") and child.i == end)
                 ):
                     end = max(end, child.right_edge.i + 1)
             # "we propose a novel method, Prior-Free … Adaptation": a misparsed apposition.
