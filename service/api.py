@@ -467,7 +467,7 @@ def search(
     ]
     entities.sort(key=lambda item: _rank(text.lower(), item))
     _, page = slice_solutions(solutions(store, "search-papers", text=text), 0, limit)
-    papers = [paper_summary(s["paper"], s["id"], s["title"]) for s in page]
+    papers = [paper_summary(s["paper"], s["title"], s["id"]) for s in page]
     return {"q": text, "entities": entities[:limit], "papers": papers}
 
 

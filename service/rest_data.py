@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from enum import StrEnum
+from itertools import islice
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -62,6 +63,7 @@ _GROUP = {
 _KIND_NAME = {iri.value: name for name, iri in CLAIM_KINDS.items()}
 _TYPED_KEY = re.compile(r"^(task|method|dataset|metric)/(.+)$", re.IGNORECASE)
 _ABSOLUTE = re.compile(r"^(https?|urn):", re.IGNORECASE)
+PAPER_PREFIX = ID_PREFIX + "paper/"
 
 
 def run(store: GraphStore, name: str, **params: object) -> QueryResult:
@@ -138,9 +140,28 @@ def entity_ref(iri: str, type_iri: object, label: object) -> dict[str, Any]:
     }
 
 
-def paper_summary(paper: object, pid: object, title: object) -> dict[str, Any]:
-    paper_id = py(pid)
-    return {"iri": py(paper), "id": paper_id, "title": py(title), "href": paper_href(paper_id)}
+def paper_summary(paper: object, title: object, pid: object = None) -> dict[str, Any]:
+    """A paper in a list; its id is read from its IRI unless given."""
+    iri = py(paper)
+    paper_id = py(pid) if pid is not None else paper_id_of(iri)
+    return {"iri": iri, "id": paper_id, "title": py(title), "href": paper_href(paper_id)}
+
+
+def paper_id_of(iri: str) -> str:
+    """The id of a paper from its IRI (``kg.vocab.paper_iri`` percent-encodes it)."""
+    return unquote(iri[len(PAPER_PREFIX):]) if iri.startswith(PAPER_PREFIX) else iri
+
+
+def take(result: QuerySolutions, offset: int, limit: int) -> list[Any]:
+    """The solutions of one page, pulling no more rows than needed: the store
+    evaluates lazily, so a first page of a long unsorted list is cheap."""
+    return list(islice(result, offset, offset + limit))
+
+
+def count(store: GraphStore, name: str, **params: object) -> int:
+    """The single number a counting query returns (its ``papers`` variable)."""
+    row = next(iter(solutions(store, name, **params)), None)
+    return int(py(row["papers"])) if row is not None else 0
 
 
 def page_links(request: Request, total: int, limit: int, offset: int) -> dict[str, Any]:
@@ -250,47 +271,50 @@ def slice_solutions(
 def papers_page(
     store: GraphStore, given: Mapping[str, str | None], q: str | None, limit: int, offset: int
 ) -> dict[str, Any]:
-    """``total``, ``filters`` and the ``items`` of one page of ``GET /papers``."""
-    filters: dict[str, str | None] = {}
-    wanted: list[tuple[str, dict[str, object]]] = []
+    """``total``, ``filters`` and the ``items`` of one page of ``GET /papers``.
+
+    One list (no filter, or one entity filter) is counted by a COUNT query and
+    paged by pulling only the page's rows, in the store's index order: sorting
+    hundreds of IRIs in Oxigraph costs more than the whole request should.
+    Several filters (or ``q``) intersect full lists, sorted by IRI in Python."""
     entity_filters = [(name, value) for name, value in given.items() if value is not None]
+    if not entity_filters and q is None:
+        total = count(store, "count-papers")
+        page = take(solutions(store, "papers"), offset, limit)
+        items = [paper_summary(s["paper"], s["title"]) for s in page]
+        return {"total": total, "filters": {}, "items": items}
     if len(entity_filters) == 1 and q is None:
         # The common case, one entity given by key or IRI: try that IRI straight
-        # away and skip the resolving lookup when it has papers.
+        # away and skip the resolving lookups when it has papers.
         name, value = entity_filters[0]
-        for guess in key_guesses(value, name):
-            result = solutions(store, "papers-with-entity", entity=guess)
-            total, page = slice_solutions(result, offset, limit, key="paper")
+        for iri in [*key_guesses(value, name), None]:
+            if iri is None:
+                iri = resolve_entity(store, value, type_name=name, parameter=name)
+                if iri is None:
+                    return {"total": 0, "filters": {name: None}, "items": []}
+            total = count(store, "count-papers-with-entity", entity=iri)
             if total:
-                items = [paper_summary(s["paper"], s["id"], s["title"]) for s in page]
-                return {"total": total, "filters": {name: guess}, "items": items}
+                page = take(solutions(store, "papers-with-entity", entity=iri), offset, limit)
+                items = [paper_summary(s["paper"], s["title"]) for s in page]
+                return {"total": total, "filters": {name: iri}, "items": items}
+        return {"total": 0, "filters": {name: iri}, "items": []}
+    filters: dict[str, str | None] = {}
+    wanted: list[tuple[str, dict[str, object]]] = []
     for name, value in entity_filters:
         iri = resolve_entity(store, value, type_name=name, parameter=name)
         filters[name] = iri
         wanted.append(("papers-with-entity", {"entity": iri}))
-    if q is not None:
-        wanted.append(("papers-matching-text", {"text": q}))
     if any(v is None for v in filters.values()):
         return {"total": 0, "filters": filters, "items": []}
-    if len(wanted) <= 1:
-        # One list: let the store order it and convert only the page.
-        name, params = wanted[0] if wanted else ("papers", {})
-        total, page = slice_solutions(solutions(store, name, **params), offset, limit, key="paper")
-        items = [paper_summary(s["paper"], s["id"], s["title"]) for s in page]
-    else:
-        # Several filters: intersect the (small) lists of paper IRIs.
-        found: dict[str, tuple[Any, Any, Any]] | None = None
-        for name, params in wanted:
-            current = {
-                s["paper"].value: (s["paper"], s["id"], s["title"])
-                for s in solutions(store, name, **params)
-            }
-            found = current if found is None else {k: v for k, v in found.items() if k in current}
-        rows = sorted((found or {}).values(), key=lambda r: r[1].value)
-        total = len(rows)
-        items = [paper_summary(*r) for r in rows[offset:offset + limit]]
-    return {"total": total, "filters": filters, "items": items}
-
+    if q is not None:
+        wanted.append(("papers-matching-text", {"text": q}))
+    found: dict[str, Any] | None = None
+    for name, params in wanted:
+        current = {s["paper"].value: s["title"] for s in solutions(store, name, **params)}
+        found = current if found is None else {k: v for k, v in found.items() if k in current}
+    rows = sorted((found or {}).items())
+    items = [paper_summary(iri, title) for iri, title in rows[offset:offset + limit]]
+    return {"total": len(rows), "filters": filters, "items": items}
 
 
 def paper_detail(store: GraphStore, paper_id: str) -> dict[str, Any] | None:
@@ -389,7 +413,7 @@ def group_claims(result: QuerySolutions, *, offset: int = 0, limit: int | None =
             if index >= offset and (limit is None or index < offset + limit):
                 current = _claim(s)
                 if with_paper:
-                    current["paper"] = paper_summary(s["paper"], s["id"], s["title"])
+                    current["paper"] = paper_summary(s["paper"], s["title"], s["id"])
         if current is not None and s["value"] is not None and s["value"].value not in seen_values:
             seen_values.add(s["value"].value)
             current["values"].append({
@@ -451,7 +475,7 @@ def entity_detail(
     for s in solutions(store, "entity-papers", entity=iri):
         paper = papers.get(s["paper"].value)
         if paper is None:
-            paper = {**paper_summary(s["paper"], s["id"], s["title"]), "relations": []}
+            paper = {**paper_summary(s["paper"], s["title"], s["id"]), "relations": []}
             papers[s["paper"].value] = paper
         paper["relations"].append(RELATIONS.get(s["relation"].value, s["relation"].value))
     out["paper_count"] = len(papers)
