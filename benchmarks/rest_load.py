@@ -47,6 +47,7 @@ def main() -> None:
                     help="also load /papers?task=KEY for the task with most papers")
     ap.add_argument("-c", "--concurrency", type=int, action="append", default=[])
     ap.add_argument("-d", "--duration", type=float, default=10.0)
+    ap.add_argument("--workers", type=int, default=1, help="uvicorn workers of `kg serve`")
     args = ap.parse_args()
     if not LOAD.exists():
         sys.exit(f"{LOAD} is missing (../shared beside the checkout)")
@@ -71,7 +72,8 @@ def main() -> None:
     sys.path.insert(0, str(REPO))
     from tests.helpers import running_server
 
-    with running_server(args.store, env={"KG_LOG_LEVEL": "warning"}) as base:
+    extra = ("--workers", str(args.workers)) if args.workers > 1 else ()
+    with running_server(args.store, *extra, env={"KG_LOG_LEVEL": "warning"}) as base:
         pid = _server_pid(base)
         run(base, pid)
 
