@@ -196,6 +196,7 @@ def trim_span(span: Span) -> Span | None:
         or doc[start].is_space
         or _ENUMERATOR.match(doc[start].text)
         or doc[start].pos_ in ("NUM", "ADV")
+        or doc[start].tag_ == "POS"
         or doc[start].tag_ in ("JJR", "JJS", "RBR", "RBS")
     ):
         start += 1
@@ -291,6 +292,9 @@ class EntityCollector:
             return False
         if any(t.pos_ == "CCONJ" for t in span):
             return False  # "RGB and depth inputs": a coordination, not one entity
+        first = span[0]
+        if first.tag_ == "VBG" and first.dep_ not in ("amod", "compound", "nmod") and len(span) > 1:
+            return False  # "suppressing high-frequency noise": a clause, not a name
         doc = span.doc
         if (span.end < len(doc) and doc[span.end].text == "-" and not span[-1].whitespace_) or (
             span.start > 0

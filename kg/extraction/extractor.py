@@ -259,17 +259,20 @@ class _Assembly:
                 return
 
     def _add_paradigm(self, span: Span, key: str) -> None:
-        # "contrastive training", "contrastive objectives" are instances of the paradigm
-        # "contrastive learning": link the paper to the paradigm as a task.
-        first = span[0].lower_
-        if span[0].i + 2 < len(self.doc) and self.doc[span[0].i + 1].text == "-":
-            first = first + "-" + self.doc[span[0].i + 2].lower_
-        concept = self.ex._paradigms.get(first)
-        if concept is None or len(span) < 2:
+        # "contrastive training", "efficient contrastive alignment" are instances of the
+        # paradigm "contrastive learning": link the paper to the paradigm as a task.
+        doc = self.doc
+        for tok in span[:-1]:
+            word = tok.lower_
+            if tok.i + 2 < span.end and doc[tok.i + 1].text == "-" and not tok.whitespace_:
+                word = word + "-" + doc[tok.i + 2].lower_
+            concept = self.ex._paradigms.get(word)
+            if concept is None:
+                continue
+            concept_key = canonical_key(concept)
+            if concept_key != key:
+                self._add(EntityType.TASK, concept_key, concept, "lexicon", span, broader=True)
             return
-        concept_key = canonical_key(concept)
-        if concept_key != key:
-            self._add(EntityType.TASK, concept_key, concept, "lexicon", span, broader=True)
 
     def _entities(self) -> list[Entity]:
         out = []
