@@ -133,13 +133,35 @@ def run_step(step: str, corpus: str, processes: int, batch_size: int) -> dict:
     """Run one step in a fresh interpreter; return its figures."""
     cmd = [sys.executable, str(HERE / "ingest.py"), "--step", step, "--corpus", corpus,
            "--processes", str(processes), "--batch-size", str(batch_size)]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
-                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    from benchmarks._proc import cpu_seconds
+
+    before_cpu, before_busy, started = _children_cpu(), cpu_seconds(), time.perf_counter()
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=3600,
+                              env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    except subprocess.TimeoutExpired as exc:
+        raise SystemExit(f"step {step} on {corpus} did not finish in an hour") from exc
+    wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"step {step} on {corpus} failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
     result["papers_per_s"] = result["papers"] / result["seconds"]
+    # CPU time of the step's whole process tree (spaCy and Dask workers are
+    # reaped children, so they count) does not depend on what else the shared
+    # machine runs; "foreign" is the share of all CPUs other processes used.
+    cpu = _children_cpu() - before_cpu
+    ncpu = os.cpu_count() or 1
+    result["cpu_s"] = cpu
+    result["cpu_ms_per_paper"] = cpu / result["papers"] * 1e3
+    result["foreign_cpu_share"] = max(0.0, (cpu_seconds() - before_busy - cpu) / (wall * ncpu))
     return result
+
+
+def _children_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def benchmark(corpora: list[str], processes: int, batch_size: int, engines: list[str]) -> dict:
@@ -154,9 +176,11 @@ def benchmark(corpora: list[str], processes: int, batch_size: int, engines: list
             waited = wait_quiet()
             print(f"  {corpus}: {step} (waited {waited} s for a quiet machine) …", file=sys.stderr)
             figures[step] = run_step(step, corpus, processes, batch_size)
-        bare = figures["bare"]["papers_per_s"]
+        bare = figures["bare"]
         for step in engines:
-            figures[step]["ratio_to_bare"] = figures[step]["papers_per_s"] / bare
+            figures[step]["ratio_to_bare"] = figures[step]["papers_per_s"] / bare["papers_per_s"]
+            figures[step]["cpu_ratio_to_bare"] = (bare["cpu_ms_per_paper"]
+                                                  / figures[step]["cpu_ms_per_paper"])
         results["corpora"][corpus] = figures
     return results
 
@@ -166,13 +190,16 @@ def print_table(results: dict) -> None:
     print(f"ingest, n_process={results['processes']}, batch {results['batch_size']}, "
           f"{results['cpus']} CPUs")
     print(f"{'corpus':<8} {'step':<6} {'papers':>7} {'seconds':>8} {'papers/s':>9} "
-          f"{'×bare':>6} {'peak RSS MB':>12}  RSS MB at 25/50/100 %")
+          f"{'×bare':>6} {'CPU ms/paper':>13} {'×bare':>6} {'foreign':>8} "
+          f"{'peak RSS MB':>12}  RSS MB at 25/50/100 %")
     for corpus, figures in results["corpora"].items():
         for step, f in figures.items():
             ratio = f"{f['ratio_to_bare']:.2f}" if "ratio_to_bare" in f else "1.00"
+            cpu_ratio = f"{f['cpu_ratio_to_bare']:.2f}" if "cpu_ratio_to_bare" in f else "1.00"
             at = " / ".join(str(f["rss_mb_at"].get(k, "-")) for k in ("25%", "50%", "100%"))
             print(f"{corpus:<8} {step:<6} {f['papers']:>7} {f['seconds']:>8.1f} "
-                  f"{f['papers_per_s']:>9.1f} {ratio:>6} {f['peak_rss_mb']:>12.0f}  {at}")
+                  f"{f['papers_per_s']:>9.1f} {ratio:>6} {f['cpu_ms_per_paper']:>13.0f} "
+                  f"{cpu_ratio:>6} {f['foreign_cpu_share']:>8.2f} {f['peak_rss_mb']:>12.0f}  {at}")
 
 
 def main() -> int:

@@ -137,14 +137,15 @@ class Server:
         self.startup_s = 0.0
 
     def __enter__(self) -> Server:
+        # The log goes to a file: an unread pipe would fill up and stall the server.
+        self.log = tempfile.NamedTemporaryFile(prefix="kg-bench-server-", suffix=".log")
         started = time.perf_counter()
-        self.proc = subprocess.Popen(self.args, cwd=REPO, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, env={**os.environ, **(self.env or {})})
+        self.proc = subprocess.Popen(self.args, cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env={**os.environ, **(self.env or {})})
         deadline = started + 120
         while True:
             if self.proc.poll() is not None:
-                tail = self.proc.stderr.read().decode()[-2000:]
-                raise SystemExit(f"{self.args[:3]} exited: {tail}")
+                raise SystemExit(f"{self.args[:3]} exited: {self.tail()}")
             try:
                 if httpx.get(self.ready_url, timeout=1).status_code == 200:
                     break
@@ -155,6 +156,10 @@ class Server:
             time.sleep(0.02)
         self.startup_s = time.perf_counter() - started
         return self
+
+    def tail(self, size: int = 3000) -> str:
+        """The end of the server's log."""
+        return Path(self.log.name).read_bytes()[-size:].decode(errors="replace")
 
     @property
     def pid(self) -> int:
@@ -169,6 +174,7 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self.log.close()
 
 
 def kg_serve(store: Path, port: int, env: dict[str, str] | None = None) -> Server:
@@ -255,7 +261,9 @@ def benchmark(store: Path, duration: float, warmup: float, concurrencies: list[i
                 if name.startswith("kg"):
                     rest = f"{root}/papers?task={REST_TASK}&limit=20"
                     answer = httpx.get(rest, timeout=60)
-                    answer.raise_for_status()
+                    if answer.status_code != 200:
+                        raise SystemExit(f"GET {rest}: {answer.status_code} {answer.text[:500]}\n"
+                                         f"server log:\n{server.tail()}")
                     rows.setdefault("rows/d", {})[name] = answer.json().get("total")
                     for conc in concurrencies:
                         wait_quiet()
