@@ -107,6 +107,24 @@ def test_cli_ingest_on_the_cluster(cluster, sample_store: Path, tmp_path: Path) 
     assert nquads(target) == nquads(sample_store)
 
 
+def test_pool_engine_builds_the_same_graph(sample_store: Path, tmp_path: Path) -> None:
+    """The local whole-pipeline pool (two spawned processes) gives the same graph too."""
+    from kg.engines import make_extractor
+    from kg.ingest import ingest
+    from kg.resources import sample_corpus
+
+    target = tmp_path / "pool-store"
+    store = open_store(target)
+    engine = make_extractor("pool", processes=2, batch_size=4)
+    try:
+        report = ingest(sample_corpus(), store, extractor=engine, write_batch=8)
+    finally:
+        engine.close()
+        store.close()
+    assert report.added == 37
+    assert nquads(target) == nquads(sample_store)
+
+
 def test_unknown_engine_is_refused() -> None:
     from kg.engines import make_extractor
 
