@@ -40,12 +40,12 @@ from service.rest_data import (
     EntityKind,
     alternates,
     check_text,
+    claims_page,
     entity_counts,
     entity_detail,
     entity_href,
     entity_key,
     entity_ref,
-    group_claims,
     invalid,
     list_entities,
     page_links,
@@ -436,10 +436,8 @@ def list_claims(
         params["min_value"] = min_value
     if max_value is not None:
         params["max_value"] = max_value
-    counter: list[int] = []
-    items = list(group_claims(solutions(store, "claims", **params), offset=offset, limit=limit,
-                         counter=counter, with_paper=True))
-    return {**page_links(request, counter[0], limit, offset), "filters": filters, "items": items}
+    total, items = claims_page(store, params, limit, offset)
+    return {**page_links(request, total, limit, offset), "filters": filters, "items": items}
 
 
 # ---------------------------------------------------------------- search and stats

@@ -158,10 +158,10 @@ def take(result: QuerySolutions, offset: int, limit: int) -> list[Any]:
     return list(islice(result, offset, offset + limit))
 
 
-def count(store: GraphStore, name: str, **params: object) -> int:
-    """The single number a counting query returns (its ``papers`` variable)."""
+def count(store: GraphStore, name: str, *, var: str = "papers", **params: object) -> int:
+    """The single number a counting query returns (its ``var`` variable)."""
     row = next(iter(solutions(store, name, **params)), None)
-    return int(py(row["papers"])) if row is not None else 0
+    return int(py(row[var])) if row is not None else 0
 
 
 def page_links(request: Request, total: int, limit: int, offset: int) -> dict[str, Any]:
@@ -413,7 +413,7 @@ def group_claims(result: QuerySolutions, *, offset: int = 0, limit: int | None =
             if index >= offset and (limit is None or index < offset + limit):
                 current = _claim(s)
                 if with_paper:
-                    current["paper"] = paper_summary(s["paper"], s["title"], s["id"])
+                    current["paper"] = paper_summary(s["paper"], s["title"])
         if current is not None and s["value"] is not None and s["value"].value not in seen_values:
             seen_values.add(s["value"].value)
             current["values"].append({
@@ -425,6 +425,44 @@ def group_claims(result: QuerySolutions, *, offset: int = 0, limit: int | None =
     if counter is not None:
         counter.append(index + 1)
 
+
+
+CLAIM_FILTERS = {
+    "subject": "claims-about",
+    "metric": "claims-for-metric",
+    "dataset": "claims-on-dataset",
+    "kind": "claims-of-kind",
+}
+"""Claim filter → the named query listing the claims that match it."""
+
+
+def claims_page(
+    store: GraphStore, params: Mapping[str, object], limit: int, offset: int
+) -> tuple[int, list[dict[str, Any]]]:
+    """The number of claims matching every filter in ``params`` and one page of them.
+
+    Each filter is its own indexed query (``claims-about``…, ``claims-with-value``
+    for ``min_value``/``max_value``); several are intersected in Python and
+    ordered by claim IRI. Without filters, the claims are counted by a COUNT
+    query and paged in index order. Details come from ``claim.rq`` per claim of
+    the page only."""
+    sets: list[set[str]] = []
+    for name, query in CLAIM_FILTERS.items():
+        if name in params:
+            sets.append({s["claim"].value for s in solutions(store, query, **{name: params[name]})})
+    if "min_value" in params or "max_value" in params:
+        bounds = {k: params[k] for k in ("min_value", "max_value") if k in params}
+        sets.append({s["claim"].value for s in solutions(store, "claims-with-value", **bounds)})
+    if sets:
+        matching = sorted(set.intersection(*sets))
+        total, page = len(matching), matching[offset:offset + limit]
+    else:
+        total = count(store, "count-claims", var="claims")
+        page = [s["claim"].value for s in take(solutions(store, "claims"), offset, limit)]
+    items: list[dict[str, Any]] = []
+    for iri in page:
+        items.extend(group_claims(solutions(store, "claim", claim=iri), with_paper=True))
+    return total, items
 
 
 def alternates(path: str, json_href: str | None = None) -> str:
