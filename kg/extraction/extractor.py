@@ -25,6 +25,7 @@ from kg.extraction.canonical import (
     display_label,
     expand_acronym,
     is_acronym,
+    singular,
 )
 from kg.extraction.components import lexicon_v1, read_patterns
 from kg.extraction.values import find_values
@@ -99,13 +100,28 @@ class Extractor:
         # A concept the lexicon knows keeps the lexicon's type in every paper, so that
         # "RL" typed Method by the NER still meets "reinforcement learning" (a Task).
         self._lexicon_type: dict[str, EntityType] = {}
+        self._lexicon_label: dict[str, str] = {}
         for row in lexicon:
             self._lexicon_type.setdefault(canonical_key(row["label"]), EntityType(row["type"]))
+            self._lexicon_label.setdefault(canonical_key(row["label"]), row["label"])
         # Never an entity on its own, whatever component proposed it ("Framework").
         self._generic_keys = {canonical_key(row["word"]) for row in read_patterns("generic.jsonl")}
         self._paradigms = {
             row["modifier"]: row["concept"] for row in read_patterns("paradigms.jsonl")
         }
+
+    def canonical_label(self, key: str, label: str) -> str:
+        """One label per concept across papers: the lexicon's, else the singular form.
+
+        "Transformers" in one paper and "transformer" in another get the same IRI;
+        they should also show the same label.
+        """
+        if key in self._lexicon_label:
+            return self._lexicon_label[key]
+        words = label.split(" ")
+        if not is_acronym(words[-1]) and words[-1].islower():
+            words[-1] = singular(words[-1])
+        return " ".join(words)
 
     def extract(self, records: Iterable[Record]) -> Iterator[PaperExtraction]:
         """Extract every record, streaming, in input order."""
@@ -203,7 +219,7 @@ class _Assembly:
             long_form = expand_acronym(label)
             if long_form is not None:
                 return canonical_key(long_form), long_form, [label]
-        return key, label, []
+        return key, self.ex.canonical_label(key, label), []
 
     def build(self) -> PaperExtraction:
         doc = self.doc
