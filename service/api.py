@@ -45,7 +45,6 @@ from service.rest_data import (
     entity_detail,
     entity_href,
     entity_key,
-    entity_ref,
     invalid,
     list_entities,
     page_links,
@@ -55,8 +54,10 @@ from service.rest_data import (
     papers_page,
     py,
     resolve_entity,
+    search_entities,
     slice_solutions,
     solutions,
+    take,
 )
 from service.rest_models import (
     ClaimPage,
@@ -443,30 +444,20 @@ def list_claims(
 # ---------------------------------------------------------------- search and stats
 
 
-def _rank(q: str, item: dict[str, Any]) -> tuple[int, int, str]:
-    matched = (item["matched"] or "").lower()
-    closeness = 0 if matched == q else 1 if matched.startswith(q) else 2
-    return closeness, -item["papers"], (item["label"] or "").lower()
-
-
 @router.get("/search", response_model=SearchResult, tags=["search"], summary="Search")
 def search(
     store: Annotated[GraphStore, Depends(get_store)],
     q: Annotated[str, Query(min_length=1, max_length=MAX_FILTER, description="Text to look for")],
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Most results of each kind")] = 20,
 ) -> dict[str, Any]:
-    """Entities whose label or an alias contains ``q`` (exact matches first, then
-    prefix matches, then by paper count), and papers whose title contains it."""
+    """Entities whose label or an alias contains ``q`` — exact matches first, then
+    prefix matches, then other matches, shorter names first within each, most
+    papers first among equals — and papers whose title contains ``q``. Entities
+    without papers are left out."""
     text = check_text("q", q) or ""
-    entities = [
-        {**entity_ref(s["entity"].value, s["type"], s["label"]), "papers": py(s["papers"]),
-         "matched": py(s["matched"])}
-        for s in solutions(store, "search-entities", text=text)
-    ]
-    entities.sort(key=lambda item: _rank(text.lower(), item))
-    _, page = slice_solutions(solutions(store, "search-papers", text=text), 0, limit)
-    papers = [paper_summary(s["paper"], s["title"], s["id"]) for s in page]
-    return {"q": text, "entities": entities[:limit], "papers": papers}
+    return {"q": text, "entities": search_entities(store, text, limit),
+            "papers": [paper_summary(s["paper"], s["title"])
+                       for s in take(solutions(store, "search-papers", text=text), 0, limit)]}
 
 
 @router.get("/stats", response_model=Stats, tags=["search"], summary="Counts and top entities")

@@ -427,6 +427,34 @@ def group_claims(result: QuerySolutions, *, offset: int = 0, limit: int | None =
 
 
 
+def search_entities(store: GraphStore, text: str, limit: int) -> list[dict[str, Any]]:
+    """Entities with papers whose label or an alias contains ``text``, best first.
+
+    One scan finds the matching names; only the best ``limit`` entities by how
+    closely a name matches get their type, label and paper count looked up."""
+    wanted = text.lower()
+    best: dict[str, tuple[int, int, str]] = {}
+    for s in solutions(store, "search-entities", text=text):
+        name = s["name"].value
+        low = name.lower()
+        rank = (0 if low == wanted else 1 if low.startswith(wanted) else 2, len(name), name)
+        iri = s["entity"].value
+        if iri not in best or rank < best[iri]:
+            best[iri] = rank
+    found: list[tuple[tuple[int, int, str], dict[str, Any]]] = []
+    # Twice the page of candidates: some may have no papers any more.
+    for iri, rank in sorted(best.items(), key=lambda item: item[1])[: 2 * limit]:
+        head = next(iter(solutions(store, "entity", entity=iri)), None)
+        papers = count(store, "count-papers-with-entity", entity=iri)
+        if head is None or not papers:
+            continue
+        item = {**entity_ref(iri, head["type"], head["label"]), "papers": papers,
+                "matched": rank[2]}
+        found.append(((rank[0], -papers, rank[1]), item))
+    found.sort(key=lambda pair: pair[0])
+    return [item for _, item in found[:limit]]
+
+
 CLAIM_FILTERS = {
     "subject": "claims-about",
     "metric": "claims-for-metric",
@@ -513,11 +541,11 @@ def entity_detail(
     for s in solutions(store, "entity-papers", entity=iri):
         paper = papers.get(s["paper"].value)
         if paper is None:
-            paper = {**paper_summary(s["paper"], s["title"], s["id"]), "relations": []}
+            paper = {**paper_summary(s["paper"], s["title"]), "relations": []}
             papers[s["paper"].value] = paper
         paper["relations"].append(RELATIONS.get(s["relation"].value, s["relation"].value))
     out["paper_count"] = len(papers)
-    out["papers"] = list(papers.values())[:papers_limit]
+    out["papers"] = sorted(papers.values(), key=lambda p: p["id"])[:papers_limit]
     related: dict[str, list[dict[str, Any]]] = {t + "s": [] for t in TYPES}
     for item in entity_counts(list(solutions(store, "related-entities", entity=iri)), "other"):
         group = related.get(item["type"] + "s")

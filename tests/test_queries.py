@@ -121,9 +121,8 @@ def test_bind_checks_names_and_fills_defaults() -> None:
     with pytest.raises(ParameterError) as info:
         registry.bind("papers-with-entity", {"entity": ANY, "bogus": "1"})
     assert info.value.parameter == "bogus"
-    bound = registry.bind("claims", {})
-    assert bound["subject"] == NamedNode(ANY)
-    assert bound["min_value"].value == "-INF"
+    bound = registry.bind("claims-with-value", {})
+    assert bound["min_value"].value == "-INF" and bound["max_value"].value == "INF"
 
 
 def test_runs_on_the_sample(sample_store: Path) -> None:
