@@ -114,5 +114,7 @@ def test_to_json_keys(papers) -> None:  # noqa: ANN001
 
 def test_one_label_per_concept(extractor) -> None:  # noqa: ANN001
     assert extractor.canonical_label("transformer", "Transformers") == "transformer"
-    assert extractor.canonical_label("inverse-problem", "inverse problems") == "inverse problem"
+    assert extractor.canonical_label("scorebased-denoiser", "score-based denoisers") == (
+        "score-based denoiser"
+    )
     assert extractor.canonical_label("llm", "LLMs") == "LLMs"  # acronyms keep their form
