@@ -117,4 +117,5 @@ def test_one_label_per_concept(extractor) -> None:  # noqa: ANN001
     assert extractor.canonical_label("scorebased-denoiser", "score-based denoisers") == (
         "score-based denoiser"
     )
-    assert extractor.canonical_label("llm", "LLMs") == "LLMs"  # acronyms keep their form
+    assert extractor.canonical_label("foonet", "FooNets") == "FooNets"  # names keep their form
+    assert extractor.canonical_label("llm", "LLMs") == "LLM"  # the lexicon form
