@@ -41,7 +41,6 @@ from service.rest_data import (
     alternates,
     check_text,
     claims_page,
-    entity_counts,
     entity_detail,
     entity_href,
     entity_key,
@@ -55,9 +54,9 @@ from service.rest_data import (
     py,
     resolve_entity,
     search_entities,
-    slice_solutions,
     solutions,
     take,
+    with_labels,
 )
 from service.rest_models import (
     ClaimPage,
@@ -476,9 +475,8 @@ def stats(
             counts[name] = py(s["count"])
 
     def tops(type_name: str) -> list[dict[str, Any]]:
-        result = solutions(store, "entities-by-type", type=TYPES[type_name])
-        _, page = slice_solutions(result, 0, top)
-        return entity_counts(page)
+        page = take(solutions(store, "entities-by-type", type=TYPES[type_name]), 0, top)
+        return with_labels(store, page)
 
     return {"counts": counts, "triples": len(store), "top_tasks": tops("task"),
             "top_methods": tops("method")}

@@ -210,10 +210,12 @@ def resolve_entity(
     for iri in key_candidates(value, types):
         if next(iter(solutions(store, "entity", entity=iri)), None) is not None:
             return iri
-    for t in types:
-        hit = next(iter(solutions(store, "entity-by-label", type=TYPES[t], label=value)), None)
-        if hit is not None:
-            return hit["entity"].value
+    # A label as written is an index lookup; any other case needs a scan of labels.
+    for query in ("entity-by-exact-label", "entity-by-label"):
+        for t in types:
+            hit = next(iter(solutions(store, query, type=TYPES[t], label=value)), None)
+            if hit is not None:
+                return hit["entity"].value
     return None
 
 
@@ -520,11 +522,27 @@ def list_entities(
     request: Request, store: GraphStore, type_name: str, prefix: str | None, limit: int, offset: int
 ) -> dict[str, Any]:
     """One page of the entities of a type with paper counts, most papers first."""
-    prefix = check_text("prefix", prefix) if prefix is not None else ""
-    result = solutions(store, "entities-by-type", type=TYPES[type_name], prefix=prefix)
-    total, page = slice_solutions(result, offset, limit)
-    return {**page_links(request, total, limit, offset), "items": entity_counts(page)}
+    prefix = check_text("prefix", prefix) if prefix is not None else None
+    if prefix is None:
+        total = count(store, "count-entities-by-type", var="entities", type=TYPES[type_name])
+        page = take(solutions(store, "entities-by-type", type=TYPES[type_name]), offset, limit)
+        items = with_labels(store, page)
+    else:
+        result = solutions(store, "entities-by-type-prefix", type=TYPES[type_name], prefix=prefix)
+        total, page = slice_solutions(result, offset, limit)
+        items = entity_counts(page)
+    return {**page_links(request, total, limit, offset), "items": items}
 
+
+def with_labels(store: GraphStore, rows: list[Any]) -> list[dict[str, Any]]:
+    """Entity counts for rows without labels: each label is looked up (a page only)."""
+    items = []
+    for s in rows:
+        iri = s["entity"].value
+        head = next(iter(solutions(store, "entity", entity=iri)), None)
+        label = head["label"] if head is not None else None
+        items.append({**entity_ref(iri, s["type"], label), "papers": py(s["papers"])})
+    return items
 
 
 def entity_detail(
