@@ -166,6 +166,7 @@ _WEAK_HEADS = word_list("weak_task_heads")
 _ROLE_HEADS = word_list("role_heads")
 _HYPERPARAMETERS = frozenset(canonical_key(p) for p in word_list("hyperparameters"))
 _NON_METHOD_HEADS = word_list("non_method_heads")
+_DESCRIPTIVE_HEADS = word_list("descriptive_heads")
 _TRAILING_DROP = frozenset(["'s", "'", "-", ",", ";", ":", "(", ")", "[", "]"])
 
 
@@ -373,6 +374,12 @@ class EntityCollector:
             kind = self.type_of(trimmed, ent.label_)
             if kind == "Method" and head_token(trimmed).lower_ in _NON_METHOD_HEADS:
                 continue  # "Bellman-completeness assumption", "coverage parameter"
+            if (
+                kind == "Method"
+                and head_token(trimmed).lower_ in _DESCRIPTIVE_HEADS
+                and not any(is_acronym(t.text) for t in trimmed)
+            ):
+                continue  # "transfer learning scheme": a description, not a method's name
             if len(trimmed) == 1 and not self.known_single(trimmed[0]):
                 continue  # "STOC", "Chatterjee": a venue or a person mentioned once
             last = trimmed[-1].text
