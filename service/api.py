@@ -465,7 +465,7 @@ def stats(
     top: Annotated[int, Query(ge=1, le=100, description="How many top tasks and methods")] = 10,
 ) -> dict[str, Any]:
     """How many papers, tasks, methods, datasets, metrics and claims the graph
-    holds, its size in triples, and the tasks and methods with most papers."""
+    holds, and the tasks and methods with most papers."""
     names = {"Paper": "papers", "Task": "tasks", "Method": "methods", "Dataset": "datasets",
              "Metric": "metrics", "Claim": "claims"}
     counts = dict.fromkeys(names.values(), 0)
@@ -478,8 +478,8 @@ def stats(
         page = take(solutions(store, "entities-by-type", type=TYPES[type_name]), 0, top)
         return with_labels(store, page)
 
-    return {"counts": counts, "triples": len(store), "top_tasks": tops("task"),
-            "top_methods": tops("method")}
+    # No triple count: len() of a store walks every quad (~0.3 s for 1.3 M).
+    return {"counts": counts, "top_tasks": tops("task"), "top_methods": tops("method")}
 
 
 # ---------------------------------------------------------------- named queries

@@ -176,7 +176,6 @@ class SearchResult(BaseModel):
 
 class Stats(BaseModel):
     counts: dict[str, int] = Field(description="Papers, tasks, methods, datasets, metrics, claims")
-    triples: int
     top_tasks: list[EntityCount]
     top_methods: list[EntityCount]
 
