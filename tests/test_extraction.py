@@ -119,3 +119,16 @@ def test_one_label_per_concept(extractor) -> None:  # noqa: ANN001
     )
     assert extractor.canonical_label("foonet", "FooNets") == "FooNets"  # names keep their form
     assert extractor.canonical_label("llm", "LLMs") == "LLM"  # the lexicon form
+
+
+def test_hostile_latex_keeps_offsets_valid(extractor) -> None:  # noqa: ANN001
+    abstract = (
+        r"We propose \textbf{FooNet} with cost $5 and $\mathcal{O}(n^{2}$ time, "
+        r"improving accuracy by 3\% on CIFAR-10 \\ and \\"
+    )
+    paper = extractor.extract_one(Record(id="x", abstract=abstract))
+    for entity in paper.entities:
+        for m in entity.mentions:
+            assert abstract[m.start : m.end] == m.text
+    for claim in paper.claims:
+        assert abstract[claim.start : claim.end] == claim.text

@@ -46,3 +46,20 @@ def test_identity_map_without_latex() -> None:
 
 def test_clean_label_folds_whitespace() -> None:
     assert clean_label("  Angle  $k$-means ") == "Angle k-means"
+
+
+def test_map_invariants_on_hostile_text() -> None:
+    import random
+
+    rng = random.Random(0)
+    alphabet = "ab $\\{}_^%~xX1 (" + "\\times\\alpha\\textbf"
+    for _ in range(300):
+        raw = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        cleaned = clean(raw)
+        assert len(cleaned.starts) == len(cleaned.ends) == len(cleaned.text)
+        for a, b in zip(cleaned.starts, cleaned.ends, strict=True):
+            assert 0 <= a < b <= len(raw)
+        assert list(cleaned.starts) == sorted(cleaned.starts)
+        if cleaned.text:
+            a, b = cleaned.to_original(0, len(cleaned.text))
+            assert 0 <= a <= b <= len(raw)
