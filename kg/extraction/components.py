@@ -278,7 +278,11 @@ class EntityCollector:
     def known_single(self, token: Token) -> bool:
         """Whether a one-word NER mention is safe: repeated, a known acronym, or defined here."""
         text = token.text
-        if token.doc.text.count(text) >= 2 or expand_acronym(text):
+        if expand_acronym(text) or canonical_key(text) in self.lexicon_types:
+            return True
+        if text.islower():
+            return False  # "estimator", "decoder": a common noun, not a name
+        if token.doc.text.count(text) >= 2:
             return True
         if text[:1].isupper() and text[1:].islower():
             return False  # a capitalised word met once is usually a person or place
