@@ -73,6 +73,10 @@ from service.rest_models import (
 router = APIRouter()
 log = logging.getLogger("kg.service")
 
+# Parse and check every queries/*.rq now: a bad file stops the service at
+# start-up (when the app is built) instead of failing its first request.
+default_registry()
+
 # ---------------------------------------------------------------- papers
 
 
