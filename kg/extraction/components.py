@@ -167,6 +167,7 @@ _ROLE_HEADS = word_list("role_heads")
 _HYPERPARAMETERS = frozenset(canonical_key(p) for p in word_list("hyperparameters"))
 _NON_METHOD_HEADS = word_list("non_method_heads")
 _DESCRIPTIVE_HEADS = word_list("descriptive_heads")
+_NON_PROPOSALS = word_list("non_proposal_objects")
 _TRAILING_DROP = frozenset(["'s", "'", "-", ",", ";", ":", "(", ")", "[", "]"])
 
 
@@ -621,12 +622,23 @@ class ProposalDetector:
         region = self._object_region(trigger)
         if region is None:
             return None
-        # An acronym defined inside the object names it: "ADMM plug-and-play (ADMM-PnP)".
+        objects = [c for c in trigger.children if c.dep_ in ("dobj", "obj", "attr", "oprd")]
+        if objects and objects[0].lower_ in _NON_PROPOSALS:
+            return None  # "we present a systematic study of …": findings, not an artefact
+        # An acronym defined inside the object names it: "ADMM plug-and-play (ADMM-PnP)",
+        # unless it is a well-known one ("… in Large Language Models (LLMs)").
         for ls, le, ss, se in doc._.kg_abbreviations or []:
             if region.start <= min(ls, ss) and max(le, se) <= region.end + 1:
-                return doc[ss:se]
+                if expand_acronym(doc[ss:se].text) is None:
+                    return doc[ss:se]
         name = name_run(region)
         head = next((t for t in region if t.dep_ in ("dobj", "obj", "attr", "oprd")), None)
+        if name is not None and head is not None:
+            prep = next((t for t in region if t.i > head.i and t.lower_ in ("of", "for")), None)
+            if prep is not None and name.start > prep.i:
+                name = None  # "maps of five LLMs": the name belongs to what is mapped
+        if name is not None and expand_acronym(name.text):
+            name = None  # a well-known acronym is not the paper's own
         if (
             name is not None
             and head is not None
