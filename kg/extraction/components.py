@@ -628,9 +628,9 @@ class ProposalDetector:
         # An acronym defined inside the object names it: "ADMM plug-and-play (ADMM-PnP)",
         # unless it is a well-known one ("… in Large Language Models (LLMs)").
         for ls, le, ss, se in doc._.kg_abbreviations or []:
-            if region.start <= min(ls, ss) and max(le, se) <= region.end + 1:
-                if expand_acronym(doc[ss:se].text) is None:
-                    return doc[ss:se]
+            inside = region.start <= min(ls, ss) and max(le, se) <= region.end + 1
+            if inside and expand_acronym(doc[ss:se].text) is None:
+                return doc[ss:se]
         name = name_run(region)
         head = next((t for t in region if t.dep_ in ("dobj", "obj", "attr", "oprd")), None)
         if name is not None and head is not None:
