@@ -158,3 +158,33 @@ def test_extractor_failure_is_isolated_per_record(writable: TestClient, extracto
     only_poison = writable.post("/papers", json=poison, headers=AUTH)
     assert only_poison.status_code == 422
     assert only_poison.json()["errors"][0]["record"] == 1
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"abstract": {"$gt": 1}},
+        {"abstract": ["a", "list"]},
+        {"abstract": GOOD["abstract"], "id": "x" * 300},
+        {"abstract": GOOD["abstract"], "id": "bad\nid"},
+        {"abstract": GOOD["abstract"] + "\x00"},
+        {"abstract": "word " * 10_000},
+        {"abstract": "\"} UNION { ?s ?p ?o } # " * 3},
+    ],
+)
+def test_hostile_records_are_rejected_not_500(writable: TestClient, record: dict) -> None:
+    response = writable.post("/papers", json=record, headers=AUTH)
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["record"] == 1
+
+
+def test_odd_but_usable_fields(writable: TestClient) -> None:
+    odd = {**GOOD, "id": "odd/id with spaces", "year": "not a year", "authors": {"x": 1},
+           "keywords": "a; b", "title": ["Two", "parts"]}
+    response = writable.post("/papers", json=odd, headers=AUTH)
+    assert response.status_code == 201, response.text
+    paper = writable.get("/papers/odd%2Fid%20with%20spaces")
+    assert paper.status_code == 200 and paper.json()["year"] is None
+    assert paper.json()["iri"].endswith("/paper/odd%2Fid%20with%20spaces")
+    assert writable.get("/id/paper/odd%2Fid%20with%20spaces?format=ttl").status_code == 200
+    assert writable.delete("/papers/odd%2Fid%20with%20spaces", headers=AUTH).status_code == 204
