@@ -534,11 +534,11 @@ def list_entities(
     return {**page_links(request, total, limit, offset), "items": items}
 
 
-def with_labels(store: GraphStore, rows: list[Any]) -> list[dict[str, Any]]:
+def with_labels(store: GraphStore, rows: list[Any], var: str = "entity") -> list[dict[str, Any]]:
     """Entity counts for rows without labels: each label is looked up (a page only)."""
     items = []
     for s in rows:
-        iri = s["entity"].value
+        iri = s[var].value
         head = next(iter(solutions(store, "entity", entity=iri)), None)
         label = head["label"] if head is not None else None
         items.append({**entity_ref(iri, s["type"], label), "papers": py(s["papers"])})
@@ -564,11 +564,12 @@ def entity_detail(
         paper["relations"].append(RELATIONS.get(s["relation"].value, s["relation"].value))
     out["paper_count"] = len(papers)
     out["papers"] = sorted(papers.values(), key=lambda p: p["id"])[:papers_limit]
-    related: dict[str, list[dict[str, Any]]] = {t + "s": [] for t in TYPES}
-    for item in entity_counts(list(solutions(store, "related-entities", entity=iri)), "other"):
-        group = related.get(item["type"] + "s")
+    kept: dict[str, list[Any]] = {t + "s": [] for t in TYPES}
+    for row in solutions(store, "related-entities", entity=iri):
+        group = kept.get(_TYPE_NAME.get(row["type"].value, "") + "s")
         if group is not None and len(group) < related_limit:
-            group.append(item)
+            group.append(row)
+    related = {group: with_labels(store, rows, var="other") for group, rows in kept.items()}
     out["related"] = related
     return out
 
