@@ -166,7 +166,7 @@ def _read_jsonl(path: Path, source: str) -> Iterator[Item]:
         except json.JSONDecodeError as exc:
             yield Rejected(source, number, f"not JSON: {exc.msg} at column {exc.colno}")
             continue
-        yield _from_object(obj, source, number)
+        yield record_from_object(obj, source, number)
     if not seen_any:
         yield Rejected(source, 0, "no records")
 
@@ -193,9 +193,9 @@ def _read_json(path: Path, source: str) -> Iterator[Item]:
     # OpenReview API exports wrap the notes: {"notes": [...]}.
     if isinstance(obj, dict) and isinstance(obj.get("notes"), list):
         for number, note in enumerate(obj["notes"], start=1):
-            yield _from_object(note, source, number)
+            yield record_from_object(note, source, number)
     else:
-        yield _from_object(obj, source, 1)
+        yield record_from_object(obj, source, 1)
 
 
 def _stream_array(fh: io.TextIOBase, source: str) -> Iterator[Item]:
@@ -217,7 +217,7 @@ def _stream_array(fh: io.TextIOBase, source: str) -> Iterator[Item]:
             else:
                 number += 1
                 buffer = buffer[end:]
-                yield _from_object(obj, source, number)
+                yield record_from_object(obj, source, number)
                 continue
         elif eof:
             yield Rejected(source, number + 1, "not JSON: the array is not closed")
@@ -235,7 +235,7 @@ def _read_csv(path: Path, source: str, delimiter: str) -> Iterator[Item]:
             reader = csv.DictReader(fh, delimiter=delimiter)
             number = 0
             for number, row in enumerate(reader, start=1):
-                yield _from_object(row, source, number)
+                yield record_from_object(row, source, number)
             if number == 0:
                 yield Rejected(source, 0, "no records after the header row")
     except UnicodeDecodeError as exc:
@@ -251,7 +251,8 @@ def _unwrap(value: Any) -> Any:
     return value
 
 
-def _from_object(obj: Any, source: str, number: int) -> Item:
+def record_from_object(obj: Any, source: str, number: int) -> Item:
+    """A record from one JSON object (plain or an OpenReview note), or why not."""
     if not isinstance(obj, dict):
         return Rejected(source, number, f"expected a JSON object, got {type(obj).__name__}")
     fields = dict(obj)

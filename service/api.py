@@ -204,14 +204,14 @@ async def post_papers(
     ``venue``, ``keywords``, ``url`` (the fields ``kg ingest`` reads from JSON);
     without an id, one is derived from the abstract. Each record's outcome is
     reported; bad records do not stop the others."""
-    from kg.readers import _from_object  # the JSON-record rules `kg ingest` uses
+    from kg.readers import record_from_object  # the JSON-record rules `kg ingest` uses
 
     records = body if isinstance(body, list) else [body]
     if not records:
         raise invalid("body", "the request holds no records")
     if len(records) > MAX_RECORDS:
         raise invalid("body", f"at most {MAX_RECORDS} records per request, got {len(records)}")
-    items = [_from_object(obj, "request", n) for n, obj in enumerate(records, start=1)]
+    items = [record_from_object(obj, "request", n) for n, obj in enumerate(records, start=1)]
     ids = [i.id for i in items if not isinstance(i, Rejected)]
     extractor = await asyncio.to_thread(_extractor, request)
 
