@@ -434,8 +434,10 @@ def serve(
               help="Abstract files holding the gold papers (default: the bundled sample).")
 @click.option("--scierc", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A SciERC split (train/dev/test .jsonl) to score entity spans on.")
-@click.option("--layer", type=click.Choice(["entities", "ner"]), default="entities",
-              show_default=True, help="SciERC: score all extracted entities, or the NER alone.")
+@click.option("--layer", type=click.Choice(["typed", "ner", "entities"]), default="typed",
+              show_default=True,
+              help="SciERC: recogniser spans typed by our rules, the recogniser alone, or "
+                   "the extractor's final entities.")
 @click.option("--verbose", "-v", is_flag=True, help="List errors per paper.")
 @click.option("--json", "as_json", is_flag=True, help="Print the scores as JSON.")
 def eval_(gold: Path | None, inputs: tuple[str, ...], scierc: Path | None, layer: str,

@@ -13,6 +13,8 @@ Components write only to their own slots:
 - ``kg_lexicon`` → ``doc.spans["kg_lexicon"]``: known datasets, metrics, methods, tasks;
 - ``kg_entities`` → ``doc.spans["kg_entities"]``: typed entity mentions merged from
   the statistical NER (``doc.ents``), the lexicon, acronym definitions and head-noun rules;
+  also ``doc.spans["kg_typed"]``: every recogniser span re-typed by the same rules,
+  unfiltered (the layer scored on SciERC);
 - ``kg_proposed`` → ``doc.spans["kg_proposed"]``: what the paper says it introduces;
 - ``kg_claims`` → ``doc.spans["kg_claims"]``: claim sentences labelled with their kind.
 """
@@ -276,6 +278,18 @@ class EntityCollector:
             t.pos_ in ("NOUN", "PROPN") or "-" in t.text or is_acronym(t.text) for t in span[:-1]
         )
 
+    def retype(self, ent: Span) -> Span | None:
+        """A recogniser span with the rules' type and no filtering (``doc.spans["kg_typed"]``).
+
+        The lexicon's type for a known phrase, else the head noun's, else the
+        recogniser's own label: the high-recall layer that SciERC scores.
+        """
+        if ent.label_ not in _NER_TYPES and ent.label_ != "OtherScientificTerm":
+            return None
+        kind = self.lexicon_types.get(canonical_key(ent.text)) or self.head_type(ent)
+        kind = kind or _NER_TYPES.get(ent.label_)
+        return Span(ent.doc, ent.start, ent.end, label=kind) if kind else None
+
     def known_single(self, token: Token) -> bool:
         """Whether a one-word NER mention is safe: repeated, a known acronym, or defined here."""
         text = token.text
@@ -437,6 +451,7 @@ class EntityCollector:
                         Span(doc, trimmed.start, trimmed.end, label=kind, kb_id="head")
                     )
         doc.spans["kg_entities"] = _resolve(candidates)
+        doc.spans["kg_typed"] = [s for s in map(self.retype, doc.ents) if s is not None]
         return doc
 
     @staticmethod
