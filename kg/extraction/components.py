@@ -40,9 +40,6 @@ from kg.extraction.proposals import ProposalDetector
 if not Doc.has_extension("kg_abbreviations"):
     Doc.set_extension("kg_abbreviations", default=None)
 
-ENTITY_TYPES = ("Task", "Method", "Dataset", "Metric")
-NER_TYPES = {"Task": "Task", "Method": "Method", "Metric": "Metric", "Material": "Dataset"}
-
 
 def read_patterns(name: str) -> list[dict[str, Any]]:
     """The rows of a bundled JSONL pattern file."""
