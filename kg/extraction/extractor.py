@@ -58,6 +58,10 @@ _CLAIM_LEAD = re.compile(
 )
 
 
+# "To address this, we propose …": the clause that carries the claim starts at "we".
+_WE_LEAD = re.compile(r"^[^,;]{3,80},\s+(?=we\b)")
+
+
 def build_pipeline(*, model_dir: Path | None = MODEL_DIR) -> Language:
     """The extraction pipeline: English model, SciERC NER (when shipped), our components."""
     nlp = spacy.load(BASE_PIPELINE, exclude=list(EXCLUDE))
@@ -327,7 +331,7 @@ class _Assembly:
         for span in doc.spans.get("kg_claims", []):
             s_start, s_end = self.offsets(span)
             text_clean = span.text
-            lead = _CLAIM_LEAD.match(text_clean)
+            lead = _CLAIM_LEAD.match(text_clean) or _WE_LEAD.match(text_clean)
             c_start_clean = span.start_char + (lead.end() if lead else 0)
             c_end_clean = span.end_char
             while c_end_clean > c_start_clean and doc.text[c_end_clean - 1] in " .;":
