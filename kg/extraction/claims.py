@@ -17,6 +17,18 @@ CLAIM_PRIORITY = ("contribution", "performance", "efficiency", "theoretical", "e
 _BIG_O = re.compile(r"(?<![A-Za-z])[OΩΘ]\s?\(")
 
 
+_CITATION = re.compile(
+    r"\bet al\.|\(\d{4}\)"
+    r"|\b(?:prior|previous|recent|existing|earlier) (?:work|works|studies|methods|approaches)\b",
+    re.IGNORECASE,
+)
+# Subjects that, with "our"/"this", name the paper's own artefact or the paper itself.
+_OWN_SUBJECTS = frozenset(
+    "paper work method approach framework model algorithm policy estimator system analysis "  # noqa: SIM905
+    "design technique results result experiments theory".split()
+)
+
+
 class ClaimDetector:
     """Claim sentences and their kind, from cue patterns.
 
@@ -65,17 +77,35 @@ class ClaimDetector:
             sent = sent_of.get(start)
             if sent is not None:
                 hits.setdefault(sent.start, []).append((kind, strength))
+        proposed = {p.text for p in doc.spans.get("kg_proposed", [])}
         for sent in sentences(doc):
             found = hits.get(sent.start, [])
-            if not found:
-                continue
             ours = any(t.lower_ in ("we", "our", "ours", "us") for t in sent)
+            if not ours and _CITATION.search(sent.text):
+                continue  # "Ben Arous et al. (2021) showed …": someone else's result
+            # "UniCon provides …", "Our policy grasps …", "This paper provides …": the
+            # paper's own artefact as subject makes a claim even without a cue word.
+            about_us = any(
+                t.dep_ in ("nsubj", "nsubjpass")
+                and (
+                    t.text in proposed
+                    or any(
+                        c.lower_ in ("our", "this") for c in t.children if c.dep_ in ("poss", "det")
+                    )
+                    and t.lower_ in _OWN_SUBJECTS
+                )
+                for t in sent
+            )
+            if not found and not about_us:
+                continue
             numbers = any(t.like_num and any(c.isdigit() for c in t.text) for t in sent) or any(
                 t.text in ("%", "×") for t in sent
             )
             strong = {k for k, s in found if s == "strong"}
             weak = {k for k, s in found if s == "weak"}
-            kinds = strong | (weak if (ours or numbers) else set())
+            kinds = strong | (weak if (ours or numbers or about_us) else set())
+            if not kinds and about_us:
+                kinds = {"performance" if numbers else "contribution"}
             if not kinds:
                 continue
             kind = self.choose_kind(
