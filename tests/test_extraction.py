@@ -132,3 +132,17 @@ def test_hostile_latex_keeps_offsets_valid(extractor) -> None:  # noqa: ANN001
             assert abstract[m.start : m.end] == m.text
     for claim in paper.claims:
         assert abstract[claim.start : claim.end] == claim.text
+
+
+def test_proposals_from_triggers_and_appositions(extractor) -> None:  # noqa: ANN001
+    abstract = (
+        "Graph learning is hard. We propose FooNet (Fast Object-Oriented Network), a novel "
+        "architecture for graphs. Experiments show that BarFormer, a new simple transformer, "
+        "also helps. Prior work has proposed GNNs."
+    )
+    paper = extractor.extract_one(Record(id="x", abstract=abstract))
+    proposed = {e.label: e for e in paper.of_type(EntityType.METHOD, proposed=True)}
+    assert set(proposed) == {"FooNet", "BarFormer"}
+    assert "Fast Object-Oriented Network" in proposed["FooNet"].aliases
+    assert [c.kind.value for c in paper.claims][0] == "contribution"
+    assert not any("Prior work" in c.text for c in paper.claims)

@@ -8,7 +8,7 @@ from spacy.language import Language
 from spacy.matcher import Matcher
 from spacy.tokens import Doc, Span, Token
 
-from kg.extraction.canonical import expand_acronym
+from kg.extraction.canonical import expand_acronym, is_acronym
 from kg.extraction.spans import (
     ARTIFACT_HEADS,
     GENERIC_HEADS,
@@ -158,9 +158,10 @@ class ProposalDetector:
             doc.spans["kg_proposed"] = found
             return doc
         triggers: list[tuple[str, Token]] = []
-        for match_id, _start, end in self.matcher(doc):
+        for match_id, start, end in self.matcher(doc):
             rule = doc.vocab.strings[match_id]
-            triggers.append((rule, doc[end - 1]))
+            # "X, a novel …": the name is the match's first token, not its last.
+            triggers.append((rule, doc[start] if rule == "apposition" else doc[end - 1]))
             # "we propose X … and design Y": conjoined verbs share the subject.
             if rule == "we-verb":
                 triggers += [
@@ -169,7 +170,13 @@ class ProposalDetector:
                     if c.dep_ == "conj" and c.pos_ == "VERB" and c.lemma_ in self.verbs
                 ]
         for rule, trigger in triggers:
-            if rule == "passive":
+            if rule == "apposition":
+                span = name_run(doc[trigger.sent.start : trigger.i + 1])
+                while span is not None and span.end <= trigger.i:
+                    span = name_run(doc[span.end : trigger.i + 1])
+                if span is not None and not is_acronym(span.text):
+                    span = None  # "Transformers, a new class …" is not a coined name
+            elif rule == "passive":
                 subjects = [c for c in trigger.children if c.dep_ in ("nsubjpass", "nsubj")]
                 span = (
                     name_run(doc[subjects[0].left_edge.i : subjects[0].i + 1]) if subjects else None
