@@ -179,6 +179,8 @@ class EntityCollector:
         # Lexicon matches are the most reliable and keep their type.
         for span in doc.spans.get("kg_lexicon", []):
             candidates.append(Span(doc, span.start, span.end, label=span.label_, kb_id="lexicon"))
+        # Short forms defined in this paper take the type of their long form ("GenPRMs").
+        long_of = {(ss, se): doc[ls:le] for ls, le, ss, se in doc._.kg_abbreviations or []}
         for ent in doc.ents:
             if ent.label_ == "OtherScientificTerm" and (
                 any(is_acronym(t.text) and any(c.isdigit() for c in t.text) for t in ent)
@@ -196,7 +198,11 @@ class EntityCollector:
                 continue
             if ent.label_ != "Method" and not self.has_evidence(trimmed):
                 continue
-            kind = self.type_of(trimmed, ent.label_)
+            long_form = long_of.get((trimmed.start, trimmed.end))
+            if long_form is not None:
+                kind = self.type_of(long_form, None if ent.label_ == "Material" else ent.label_)
+            else:
+                kind = self.type_of(trimmed, ent.label_)
             if kind == "Method" and head_token(trimmed).lower_ in NON_METHOD_HEADS:
                 continue  # "Bellman-completeness assumption", "coverage parameter"
             if (
