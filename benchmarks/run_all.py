@@ -6,7 +6,9 @@ Runs ``benchmarks/ingest.py`` (sample and the 4,302-paper ICLR 2026 corpus:
 bare ``nlp.pipe`` next to end-to-end ingest with each engine) and
 ``benchmarks/query.py`` (in-process ceiling, ``kg serve`` start-up, our
 ``/sparql`` and REST API next to ``oxigraph serve`` on a copy of the same
-store), prints their tables and writes their JSON figures to ``--out``.
+store) and ``benchmarks/write.py`` (the writer alone: embedded bulk loader and
+remote Graph Store Protocol PUTs), prints their tables and writes their JSON
+figures to ``--out``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ def main() -> int:
         [sys.executable, str(HERE / "query.py"), "--store", str(args.store),
          "--processes", str(args.processes), "--duration", str(args.duration),
          "--json", str(args.out / "query.json")],
+        [sys.executable, str(HERE / "write.py"), "--store", str(args.store),
+         "--json", str(args.out / "write.json")],
     ]
     for cmd in steps:
         print("$ " + " ".join(cmd[1:]), flush=True)
