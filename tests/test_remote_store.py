@@ -291,3 +291,15 @@ def test_kg_serve_writes_through_to_the_remote_store(oxigraph_url: str) -> None:
             assert "remote-rest-1" not in set(seen.paper_ids())
         finally:
             seen.close()
+
+
+def test_dump_triple_format_is_the_union_graph(remote, embedded) -> None:  # noqa: ANN001
+    def triples(store) -> set[bytes]:  # noqa: ANN001
+        out = io.BytesIO()
+        store.dump(out, RdfFormat.N_TRIPLES)
+        return set(out.getvalue().splitlines())
+
+    def papers_only(lines: set[bytes]) -> set[bytes]:
+        return {t for t in lines if b"/id/paper/" in t.split(b" ", 1)[0]}
+
+    assert papers_only(triples(remote)) == papers_only(triples(embedded))
