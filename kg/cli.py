@@ -471,16 +471,26 @@ def eval_(gold: Path | None, inputs: tuple[str, ...], scierc: Path | None, layer
 @click.option("--epochs", default=40, show_default=True)
 @click.option("--seed", default=0, show_default=True)
 @click.option("--include-dev", is_flag=True,
-              help="Train on train + dev for exactly --epochs epochs (how the shipped model "
-                   "was made) instead of keeping the best epoch on dev.")
-def train(scierc_dir: Path, output: Path | None, epochs: int, seed: int,
-          include_dev: bool) -> None:
-    """Fine-tune the entity recogniser on SciERC (see docs/extraction.md)."""
+              help="Train on train + dev for exactly --epochs epochs instead of keeping "
+                   "the best epoch on dev.")
+@click.option("--architecture", type=click.Choice(["sm", "scratch"]), default="sm",
+              show_default=True,
+              help="Fine-tune the English pipeline's NER, or train a wider one from scratch.")
+@click.option("--width", default=128, show_default=True, help="Scratch tok2vec width.")
+@click.option("--learn-rate", default=0.0005, show_default=True)
+@click.option("--dropout", default=0.25, show_default=True)
+@click.option("--patience", default=8, show_default=True)
+def train(scierc_dir: Path, output: Path | None, epochs: int, seed: int, include_dev: bool,
+          architecture: str, width: int, learn_rate: float, dropout: float,
+          patience: int) -> None:
+    """Train the entity recogniser on SciERC (see docs/extraction.md)."""
     from kg.extraction.extractor import MODEL_DIR
     from kg.training import train as run_train
 
     best = run_train(scierc_dir / "train.jsonl", scierc_dir / "dev.jsonl", output or MODEL_DIR,
                      epochs=epochs, seed=seed, include_dev=include_dev,
+                     architecture=architecture, width=width, learn_rate=learn_rate,
+                     dropout=dropout, patience=patience,
                      log=lambda line: click.echo(line, err=True))
     click.echo(json.dumps({k: round(v, 4) for k, v in best.items()}))
 

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import spacy
 from spacy.language import Language
@@ -137,11 +138,41 @@ def evaluate_ner(nlp: Language, docs: list[SciercDoc]) -> dict[str, dict[str, fl
     return span_scores(gold, pred)
 
 
+def scratch_model(width: int) -> dict[str, Any]:
+    """A transition-based NER with its own, wider CNN tok2vec, trained from scratch."""
+    return {
+        "@architectures": "spacy.TransitionBasedParser.v2",
+        "state_type": "ner",
+        "extra_state_tokens": False,
+        "hidden_width": 128,
+        "maxout_pieces": 2,
+        "use_upper": True,
+        "nO": None,
+        "tok2vec": {
+            "@architectures": "spacy.Tok2Vec.v2",
+            "embed": {
+                "@architectures": "spacy.MultiHashEmbed.v2",
+                "width": width,
+                "attrs": ["NORM", "PREFIX", "SUFFIX", "SHAPE"],
+                "rows": [5000, 1000, 2500, 2500],
+                "include_static_vectors": False,
+            },
+            "encode": {
+                "@architectures": "spacy.MaxoutWindowEncoder.v2",
+                "width": width,
+                "depth": 4,
+                "window_size": 1,
+                "maxout_pieces": 3,
+            },
+        },
+    }
+
+
 def _save(nlp: Language, output: Path, trained_on: str) -> None:
     nlp.meta["name"] = "kg_scierc_ner"
     nlp.meta["version"] = "0.1.0"
     nlp.meta["description"] = (
-        f"en_core_web_sm NER fine-tuned on SciERC {trained_on} (Luan et al. 2018; "
+        f"entity recogniser trained on SciERC {trained_on} (Luan et al. 2018; "
         "research use, no explicit licence)"
     )
     nlp.to_disk(output)
@@ -159,6 +190,8 @@ def train(
     seed: int = 0,
     labels: tuple[str, ...] = TRAIN_LABELS,
     include_dev: bool = False,
+    architecture: str = "sm",
+    width: int = 128,
     log: Callable[[str], None] = print,
 ) -> dict[str, float]:
     """Fine-tune the English NER on SciERC; write the model to ``output``.
@@ -171,16 +204,24 @@ def train(
     """
     fix_random_seed(seed)
     rng = random.Random(seed)
-    base = spacy.load(BASE_PIPELINE)
-    nlp = spacy.load(BASE_PIPELINE, exclude=[p for p in base.component_names if p != "ner"])
-    del base
-    ner = nlp.get_pipe("ner")
-    for label in labels:
-        ner.add_label(label)
     dev_docs = read_scierc(dev_path)
     train_docs = read_scierc(train_path) + (dev_docs if include_dev else [])
-    examples = [_example(nlp, d, labels) for d in train_docs]
-    optimizer = nlp.resume_training()
+    if architecture == "sm":
+        base = spacy.load(BASE_PIPELINE)
+        nlp = spacy.load(BASE_PIPELINE, exclude=[p for p in base.component_names if p != "ner"])
+        del base
+        ner = nlp.get_pipe("ner")
+        for label in labels:
+            ner.add_label(label)
+        examples = [_example(nlp, d, labels) for d in train_docs]
+        optimizer = nlp.resume_training()
+    elif architecture == "scratch":
+        nlp = spacy.blank("en")
+        nlp.add_pipe("ner", config={"model": scratch_model(width)})
+        examples = [_example(nlp, d, labels) for d in train_docs]
+        optimizer = nlp.initialize(lambda: examples)
+    else:
+        raise ValueError(f"unknown architecture {architecture!r}: sm or scratch")
     optimizer.learn_rate = learn_rate
     best: dict[str, float] = {}
     best_epoch = -1
