@@ -24,6 +24,8 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
+from kg.store import StoreError
+
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 PROBLEM_BASE = "https://w3id.org/mlkg/problems/"
 
@@ -196,6 +198,16 @@ async def _on_http(request: Request, exc: Exception) -> Response:
     )
 
 
+async def _on_store_error(request: Request, exc: Exception) -> Response:
+    # The store (a remote SPARQL server, usually) is down or refused us: the
+    # service is unavailable, which is not the client's fault nor a bug here.
+    log.warning("store unavailable on %s %s: %s", request.method, request.url.path, exc)
+    return problem_response(
+        503, f"the store is unavailable: {exc}", slug=Unavailable.slug, instance=request.url.path,
+        headers={"Retry-After": "5"},
+    )
+
+
 async def _on_unhandled(request: Request, exc: Exception) -> Response:
     # A server fault: log it with its traceback here, tell the client nothing more.
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
@@ -207,4 +219,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Problem, _on_problem)
     app.add_exception_handler(RequestValidationError, _on_validation)
     app.add_exception_handler(StarletteHTTPException, _on_http)
+    app.add_exception_handler(StoreError, _on_store_error)
     app.add_exception_handler(Exception, _on_unhandled)

@@ -303,3 +303,23 @@ def test_dump_triple_format_is_the_union_graph(remote, embedded) -> None:  # noq
         return {t for t in lines if b"/id/paper/" in t.split(b" ", 1)[0]}
 
     assert papers_only(triples(remote)) == papers_only(triples(embedded))
+
+
+def test_remote_store_going_down_is_a_503_problem(tmp_path: Path, extractor) -> None:  # noqa: ANN001
+    from kg.ingest import ingest
+    from kg.resources import sample_corpus
+
+    proc, base = start_oxigraph(tmp_path / "data")
+    try:
+        ingest(sample_corpus()[:1], open_store(base), extractor=extractor)
+        with running_server(base) as served:
+            assert httpx.get(served + "/papers").status_code == 200
+            stop(proc)
+            for path in ("/papers", "/papers?task=unlearning", "/tasks", "/stats"):
+                response = httpx.get(served + path, timeout=30)
+                assert response.status_code == 503, (path, response.text)
+                assert response.headers["content-type"].startswith("application/problem+json")
+                assert "unavailable" in response.json()["detail"]
+    finally:
+        if proc.poll() is None:
+            stop(proc)
