@@ -39,6 +39,7 @@ from kg.graphview import (
     parse_types,
     search,
 )
+from service import negotiation as neg
 from service.deps import get_store
 from service.errors import InvalidParameter, NotAcceptable, NotFound
 
@@ -72,53 +73,19 @@ def _problem(exc: GraphViewError) -> Exception:
     return InvalidParameter(str(exc), parameter=exc.param)
 
 
-def _accept_ranges(header: str) -> list[tuple[str, float]]:
-    """``(media range, q)`` pairs of an Accept header (malformed parts skipped).
-
-    Not :func:`service.negotiation.parse_accept`: that one maps
-    ``application/json`` to SPARQL results JSON, which means D3 JSON here."""
-    ranges = []
-    for part in header.split(","):
-        media, *params = (p.strip() for p in part.split(";"))
-        if "/" not in media:
-            continue
-        q = 1.0
-        for param in params:
-            key, _, value = param.partition("=")
-            if key.strip().lower() == "q":
-                try:
-                    q = min(max(float(value), 0.0), 1.0)
-                except ValueError:
-                    q = 0.0
-        ranges.append((media.lower(), q))
-    return ranges
-
-
-def _quality(ranges: list[tuple[str, float]], media_type: str) -> float:
-    """The q the client gives ``media_type``: the most specific matching range wins."""
-    mtype, _, msub = media_type.partition("/")
-    best, best_q = -1, 0.0
-    for media, q in ranges:
-        rtype, _, rsub = media.partition("/")
-        if rtype in ("*", mtype) and rsub in ("*", msub):
-            specificity = (rtype != "*") + (rsub != "*")
-            if specificity > best:
-                best, best_q = specificity, q
-    return best_q
-
-
 def _choose_exporter(request: Request, fmt: str | None) -> exporters.Exporter:
     if fmt:
         try:
             return exporters.exporter(fmt)
         except exporters.UnknownFormat as exc:
             raise InvalidParameter(str(exc), parameter="format") from None
-    ranges = _accept_ranges(request.headers.get("accept") or "*/*")
+    # No SPARQL aliases: application/json means D3 JSON here, not SPARQL results.
+    ranges = neg.parse_accept(request.headers.get("accept"), aliases={})
     best: exporters.Exporter | None = None
     best_q = 0.0
     # The registry's order breaks ties, so */* gets the first format (GraphML).
     for media_type, exp in exporters.media_types().items():
-        q = _quality(ranges, media_type)
+        q = neg.quality(ranges, media_type)
         if q > best_q:
             best, best_q = exp, q
     if best is None:

@@ -9,6 +9,7 @@ that form's default (what ``*/*`` or a missing Accept gets).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pyoxigraph import QueryResultsFormat, RdfFormat
@@ -73,14 +74,17 @@ class Range:
         return (self.type != "*") + (self.subtype != "*")
 
 
-def parse_accept(header: str | None) -> list[Range]:
-    """Parse an Accept header into media ranges (malformed parts are skipped)."""
+def parse_accept(header: str | None, aliases: Mapping[str, str] = ALIASES) -> list[Range]:
+    """Parse an Accept header into media ranges (malformed parts are skipped).
+
+    ``aliases`` rewrites the media types clients send for SPARQL results
+    (``application/json``); pass ``{}`` where they mean something else."""
     if not header:
         return [Range("*", "*", 1.0, 0)]
     ranges: list[Range] = []
     for order, part in enumerate(header.split(",")):
         media, *params = (p.strip() for p in part.split(";"))
-        media = ALIASES.get(media.lower(), media.lower())
+        media = aliases.get(media.lower(), media.lower())
         mtype, sep, msub = media.partition("/")
         if not sep or not mtype or not msub:
             continue
