@@ -91,17 +91,37 @@ def _progress_printer(mode: str) -> Callable[[Any], None] | None:
 @click.option("--processes", "-j", default=1, show_default=True, help="spaCy worker processes.")
 @click.option("--batch-size", default=256, show_default=True, help="Papers per write batch.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option("--progress", type=click.Choice(["auto", "lines", "none"]), default="auto",
-              show_default=True, help="auto: a progress bar on a terminal only.")
-@click.option("--engine", type=click.Choice(["local", "pool", "dask"]), default="local",
-              show_default=True, help="Where extraction runs: spaCy's -j processes (local), "
-              "-j whole-pipeline worker processes (pool) or a Dask cluster (dask).")
-@click.option("--scheduler", envvar="KG_DASK_SCHEDULER", default=None,
-              help="Dask scheduler address (tcp://host:8786) for --engine dask; without it, a "
-                   "local cluster of -j worker processes. Env: KG_DASK_SCHEDULER.")
+@click.option(
+    "--progress",
+    type=click.Choice(["auto", "lines", "none"]),
+    default="auto",
+    show_default=True,
+    help="auto: a progress bar on a terminal only.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "pool", "dask"]),
+    default="local",
+    show_default=True,
+    help="Where extraction runs: spaCy's -j processes (local), "
+    "-j whole-pipeline worker processes (pool) or a Dask cluster (dask).",
+)
+@click.option(
+    "--scheduler",
+    envvar="KG_DASK_SCHEDULER",
+    default=None,
+    help="Dask scheduler address (tcp://host:8786) for --engine dask; without it, a "
+    "local cluster of -j worker processes. Env: KG_DASK_SCHEDULER.",
+)
 def ingest(
-    paths: tuple[str, ...], store: str, processes: int, batch_size: int, as_json: bool,
-    progress: str, engine: str, scheduler: str | None,
+    paths: tuple[str, ...],
+    store: str,
+    processes: int,
+    batch_size: int,
+    as_json: bool,
+    progress: str,
+    engine: str,
+    scheduler: str | None,
 ) -> None:
     """Extract PATHS (default: the bundled ICLR 2026 sample) into the store."""
     from kg.engines import make_extractor
@@ -112,8 +132,9 @@ def ingest(
     show = _progress_printer(progress)
     extractor = make_extractor(engine, processes=processes, scheduler=scheduler)
     try:
-        report = run_ingest(targets, graph, extractor=extractor, write_batch=batch_size,
-                            progress=show)
+        report = run_ingest(
+            targets, graph, extractor=extractor, write_batch=batch_size, progress=show
+        )
     finally:
         if hasattr(extractor, "close"):
             extractor.close()
@@ -142,8 +163,9 @@ def ingest(
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "table"]), default="jsonl",
-              show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["jsonl", "table"]), default="jsonl", show_default=True
+)
 @click.option("--processes", "-j", default=1, show_default=True, help="spaCy worker processes.")
 def extract(paths: tuple[str, ...], fmt: str, processes: int) -> None:
     """Extract PATHS (default: the bundled sample) without a store, to stdout."""
@@ -174,13 +196,17 @@ def extract(paths: tuple[str, ...], fmt: str, processes: int) -> None:
 
 
 def _print_extraction_table(obj: dict[str, Any]) -> None:
-    click.echo(click.style(f"paper {obj['id']}", bold=True) + (f"  {obj['title']}" if obj["title"] else ""))
+    click.echo(
+        click.style(f"paper {obj['id']}", bold=True) + (f"  {obj['title']}" if obj["title"] else "")
+    )
     for field in ("proposed_methods", "tasks", "methods", "datasets", "metrics"):
         labels = ", ".join(e["label"] for e in obj[field]) or "-"
         click.echo(f"  {field.replace('_', ' '):<17} {labels}")
     for claim in obj["claims"]:
         values = ", ".join(v["text"] for v in claim["values"])
-        click.echo(f"  claim [{claim['kind']}] {claim['text'][:100]}" + (f"  ({values})" if values else ""))
+        click.echo(
+            f"  claim [{claim['kind']}] {claim['text'][:100]}" + (f"  ({values})" if values else "")
+        )
     click.echo("")
 
 
@@ -197,10 +223,20 @@ _RESULT_FORMATS = {
 
 @main.command()
 @click.argument("sparql", required=False)
-@click.option("-f", "--file", "file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Read the query from a .rq file.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "tsv", "xml"]),
-              default="table", show_default=True)
+@click.option(
+    "-f",
+    "--file",
+    "file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Read the query from a .rq file.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "csv", "tsv", "xml"]),
+    default="table",
+    show_default=True,
+)
 @STORE_OPTION
 def query(sparql: str | None, file: Path | None, fmt: str, store: str) -> None:
     """Run a SPARQL query against the store (default graph: the union of all graphs)."""
@@ -257,7 +293,9 @@ def stats(store: str, as_json: bool) -> None:
     """Counts per class and the number of triples."""
     graph = _open(store, read_only=not store.startswith("http"))
     sparql = (queries_dir() / "class-counts.rq").read_text(encoding="utf-8")
-    counts = {s["class"].value.rsplit("#", 1)[-1]: int(s["count"].value) for s in graph.query(sparql)}
+    counts = {
+        s["class"].value.rsplit("#", 1)[-1]: int(s["count"].value) for s in graph.query(sparql)
+    }
     summary = {"triples": len(graph), "papers": len(list(graph.paper_ids())), "classes": counts}
     if as_json:
         click.echo(json.dumps(summary, indent=2))
@@ -281,8 +319,9 @@ _RDF_FORMATS = {
 
 
 @main.command()
-@click.option("--format", "fmt", type=click.Choice(sorted(_RDF_FORMATS)), default="nquads",
-              show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(sorted(_RDF_FORMATS)), default="nquads", show_default=True
+)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write to a file.")
 @STORE_OPTION
 def export(fmt: str, out: Path | None, store: str) -> None:
@@ -319,31 +358,64 @@ def validate(store: str, max_report: int) -> None:
 
 
 @main.command()
-@click.option("--format", "fmt", default="graphml", show_default=True,
-              type=click.Choice(["graphml", "gexf", "cytoscape", "d3", "dot", "csv"]),
-              help="Export format (see docs/visualisation.md).")
-@click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write to this file (default: standard output).")
+@click.option(
+    "--format",
+    "fmt",
+    default="graphml",
+    show_default=True,
+    type=click.Choice(["graphml", "gexf", "cytoscape", "d3", "dot", "csv"]),
+    help="Export format (see docs/visualisation.md).",
+)
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write to this file (default: standard output).",
+)
 @click.option("--focus", default=None, help="Paper or entity (IRI, task/KEY, paper id, or key).")
 @click.option("--depth", default=1, show_default=True, type=int, help="Hops around --focus (1-3).")
 @click.option("--types", default=None, help="Node types, e.g. Task,Method,Paper (default: all).")
-@click.option("--min-support", default=1, show_default=True, type=int,
-              help="Least number of papers behind an edge.")
+@click.option(
+    "--min-support",
+    default=1,
+    show_default=True,
+    type=int,
+    help="Least number of papers behind an edge.",
+)
 @click.option("--limit", default=None, type=int, help="Most nodes; the most supported are kept.")
-@click.option("--projection", default="bipartite", show_default=True,
-              type=click.Choice(["bipartite", "entity"]),
-              help="bipartite: papers and entities; entity: entity co-occurrence.")
+@click.option(
+    "--projection",
+    default="bipartite",
+    show_default=True,
+    type=click.Choice(["bipartite", "entity"]),
+    help="bipartite: papers and entities; entity: entity co-occurrence.",
+)
 @STORE_OPTION
-def graph(fmt: str, out: Path | None, focus: str | None, depth: int, types: str | None,
-          min_support: int, limit: int | None, projection: str, store: str) -> None:
+def graph(
+    fmt: str,
+    out: Path | None,
+    focus: str | None,
+    depth: int,
+    types: str | None,
+    min_support: int,
+    limit: int | None,
+    projection: str,
+    store: str,
+) -> None:
     """Export the graph (or a neighbourhood) for Gephi, Cytoscape, yEd, Graphviz or D3."""
     from kg.exporters import exporter
     from kg.graphview import GraphRequest, GraphViewError, build_graph, parse_types
 
     try:
-        request = GraphRequest(focus=focus, depth=depth, types=parse_types(types),
-                               min_support=min_support, limit=limit,
-                               projection=projection)  # type: ignore[arg-type]
+        request = GraphRequest(
+            focus=focus,
+            depth=depth,
+            types=parse_types(types),
+            min_support=min_support,
+            limit=limit,
+            projection=projection,
+        )  # type: ignore[arg-type]
         drawn = build_graph(_open(store, read_only=not store.startswith("http")), request)
     except GraphViewError as exc:
         _fail(f"--{exc.param.replace('_', '-')}: {exc}")
@@ -368,29 +440,84 @@ def graph(fmt: str, out: Path | None, focus: str | None, depth: int, types: str 
 
 @main.command()
 @STORE_OPTION
-@click.option("--host", envvar="KG_HOST", default="127.0.0.1", show_default=True,
-              help="Interface to listen on. Env: KG_HOST.")
-@click.option("--port", envvar="KG_PORT", default=8000, show_default=True, type=int,
-              help="TCP port. Env: KG_PORT.")
-@click.option("--workers", envvar="KG_WORKERS", default=1, show_default=True, type=int,
-              help="uvicorn processes; >1 opens an embedded store read-only. Env: KG_WORKERS.")
-@click.option("--update-token", envvar="KG_UPDATE_TOKEN", default=None,
-              help="Bearer token enabling writes; unset = read-only. Env: KG_UPDATE_TOKEN.")
-@click.option("--query-timeout", envvar="KG_QUERY_TIMEOUT", default=10.0, show_default=True,
-              type=float, help="Seconds before a SPARQL query is stopped. Env: KG_QUERY_TIMEOUT.")
-@click.option("--result-limit", envvar="KG_RESULT_LIMIT", default=100_000, show_default=True,
-              type=int, help="Most rows/triples one query may return. Env: KG_RESULT_LIMIT.")
-@click.option("--query-workers", envvar="KG_QUERY_WORKERS", default=2, show_default=True,
-              type=int, help="Query processes per uvicorn worker. Env: KG_QUERY_WORKERS.")
-@click.option("--cors-origin", "cors_origins", multiple=True,
-              help="Origin allowed by CORS (repeatable; default any). Env: KG_CORS_ORIGINS.")
-@click.option("--allow-service", "service_allowlist", multiple=True,
-              help="IRI SPARQL SERVICE/LOAD may name (repeatable). Env: KG_SERVICE_ALLOWLIST.")
+@click.option(
+    "--host",
+    envvar="KG_HOST",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface to listen on. Env: KG_HOST.",
+)
+@click.option(
+    "--port",
+    envvar="KG_PORT",
+    default=8000,
+    show_default=True,
+    type=int,
+    help="TCP port. Env: KG_PORT.",
+)
+@click.option(
+    "--workers",
+    envvar="KG_WORKERS",
+    default=1,
+    show_default=True,
+    type=int,
+    help="uvicorn processes; >1 opens an embedded store read-only. Env: KG_WORKERS.",
+)
+@click.option(
+    "--update-token",
+    envvar="KG_UPDATE_TOKEN",
+    default=None,
+    help="Bearer token enabling writes; unset = read-only. Env: KG_UPDATE_TOKEN.",
+)
+@click.option(
+    "--query-timeout",
+    envvar="KG_QUERY_TIMEOUT",
+    default=10.0,
+    show_default=True,
+    type=float,
+    help="Seconds before a SPARQL query is stopped. Env: KG_QUERY_TIMEOUT.",
+)
+@click.option(
+    "--result-limit",
+    envvar="KG_RESULT_LIMIT",
+    default=100_000,
+    show_default=True,
+    type=int,
+    help="Most rows/triples one query may return. Env: KG_RESULT_LIMIT.",
+)
+@click.option(
+    "--query-workers",
+    envvar="KG_QUERY_WORKERS",
+    default=2,
+    show_default=True,
+    type=int,
+    help="Query processes per uvicorn worker. Env: KG_QUERY_WORKERS.",
+)
+@click.option(
+    "--cors-origin",
+    "cors_origins",
+    multiple=True,
+    help="Origin allowed by CORS (repeatable; default any). Env: KG_CORS_ORIGINS.",
+)
+@click.option(
+    "--allow-service",
+    "service_allowlist",
+    multiple=True,
+    help="IRI SPARQL SERVICE/LOAD may name (repeatable). Env: KG_SERVICE_ALLOWLIST.",
+)
 @click.option("--no-sample", is_flag=True, help="Do not ingest the sample into an empty store.")
 def serve(
-    store: str, host: str, port: int, workers: int, update_token: str | None,
-    query_timeout: float, result_limit: int, query_workers: int,
-    cors_origins: tuple[str, ...], service_allowlist: tuple[str, ...], no_sample: bool,
+    store: str,
+    host: str,
+    port: int,
+    workers: int,
+    update_token: str | None,
+    query_timeout: float,
+    result_limit: int,
+    query_workers: int,
+    cors_origins: tuple[str, ...],
+    service_allowlist: tuple[str, ...],
+    no_sample: bool,
 ) -> None:
     """Serve SPARQL 1.1 and the REST API over the store (read-only without a token)."""
     import os
@@ -400,9 +527,14 @@ def serve(
     from service.settings import Settings
 
     overrides: dict[str, Any] = {
-        "store": store, "host": host, "port": port, "workers": workers,
-        "update_token": update_token or None, "query_timeout": query_timeout,
-        "result_limit": result_limit, "query_workers": query_workers,
+        "store": store,
+        "host": host,
+        "port": port,
+        "workers": workers,
+        "update_token": update_token or None,
+        "query_timeout": query_timeout,
+        "result_limit": result_limit,
+        "query_workers": query_workers,
     }
     if cors_origins:
         overrides["cors_origins"] = cors_origins
@@ -420,28 +552,58 @@ def serve(
         _build_sample_if_empty(store)
     # uvicorn workers are separate processes: they rebuild the settings from these variables.
     os.environ.update(settings.to_env())
-    click.echo(f"kg: serving {store} on http://{host}:{port} "
-               f"({'read-write' if settings.writable else 'read-only'})", err=True)
-    uvicorn.run("service.app:app_from_env", factory=True, host=host, port=port,
-                workers=workers, access_log=False, log_level="warning")
-
+    click.echo(
+        f"kg: serving {store} on http://{host}:{port} "
+        f"({'read-write' if settings.writable else 'read-only'})",
+        err=True,
+    )
+    uvicorn.run(
+        "service.app:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        access_log=False,
+        log_level="warning",
+    )
 
 
 @main.command(name="eval")
-@click.option("--gold", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Gold annotations (JSONL, shared/gold/GUIDELINES.md format).")
-@click.option("--input", "inputs", multiple=True, type=click.Path(path_type=str),
-              help="Abstract files holding the gold papers (default: the bundled sample).")
-@click.option("--scierc", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A SciERC split (train/dev/test .jsonl) to score entity spans on.")
-@click.option("--layer", type=click.Choice(["typed", "ner", "entities"]), default="typed",
-              show_default=True,
-              help="SciERC: recogniser spans typed by our rules, the recogniser alone, or "
-                   "the extractor's final entities.")
+@click.option(
+    "--gold",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Gold annotations (JSONL, shared/gold/GUIDELINES.md format).",
+)
+@click.option(
+    "--input",
+    "inputs",
+    multiple=True,
+    type=click.Path(path_type=str),
+    help="Abstract files holding the gold papers (default: the bundled sample).",
+)
+@click.option(
+    "--scierc",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A SciERC split (train/dev/test .jsonl) to score entity spans on.",
+)
+@click.option(
+    "--layer",
+    type=click.Choice(["typed", "ner", "entities"]),
+    default="typed",
+    show_default=True,
+    help="SciERC: recogniser spans typed by our rules, the recogniser alone, or "
+    "the extractor's final entities.",
+)
 @click.option("--verbose", "-v", is_flag=True, help="List errors per paper.")
 @click.option("--json", "as_json", is_flag=True, help="Print the scores as JSON.")
-def eval_(gold: Path | None, inputs: tuple[str, ...], scierc: Path | None, layer: str,
-          verbose: bool, as_json: bool) -> None:
+def eval_(
+    gold: Path | None,
+    inputs: tuple[str, ...],
+    scierc: Path | None,
+    layer: str,
+    verbose: bool,
+    as_json: bool,
+) -> None:
     """Score extraction against gold annotations or SciERC."""
     from kg.evaluation import evaluate_gold, evaluate_scierc, scierc_table
 
@@ -464,35 +626,69 @@ def eval_(gold: Path | None, inputs: tuple[str, ...], scierc: Path | None, layer
 
 
 @main.command()
-@click.option("--scierc-dir", required=True, type=click.Path(exists=True, file_okay=False,
-              path_type=Path), help="Directory with SciERC train.jsonl and dev.jsonl.")
-@click.option("--output", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where to write the model (default: the package's kg/extraction/model).")
+@click.option(
+    "--scierc-dir",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Directory with SciERC train.jsonl and dev.jsonl.",
+)
+@click.option(
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to write the model (default: the package's kg/extraction/model).",
+)
 @click.option("--epochs", default=40, show_default=True)
 @click.option("--seed", default=0, show_default=True)
-@click.option("--include-dev", is_flag=True,
-              help="Train on train + dev for exactly --epochs epochs instead of keeping "
-                   "the best epoch on dev.")
-@click.option("--architecture", type=click.Choice(["sm", "scratch"]), default="sm",
-              show_default=True,
-              help="Fine-tune the English pipeline's NER, or train a wider one from scratch.")
+@click.option(
+    "--include-dev",
+    is_flag=True,
+    help="Train on train + dev for exactly --epochs epochs instead of keeping "
+    "the best epoch on dev.",
+)
+@click.option(
+    "--architecture",
+    type=click.Choice(["sm", "scratch"]),
+    default="sm",
+    show_default=True,
+    help="Fine-tune the English pipeline's NER, or train a wider one from scratch.",
+)
 @click.option("--width", default=128, show_default=True, help="Scratch tok2vec width.")
 @click.option("--learn-rate", default=0.0005, show_default=True)
 @click.option("--dropout", default=0.25, show_default=True)
 @click.option("--patience", default=8, show_default=True)
-def train(scierc_dir: Path, output: Path | None, epochs: int, seed: int, include_dev: bool,
-          architecture: str, width: int, learn_rate: float, dropout: float,
-          patience: int) -> None:
+def train(
+    scierc_dir: Path,
+    output: Path | None,
+    epochs: int,
+    seed: int,
+    include_dev: bool,
+    architecture: str,
+    width: int,
+    learn_rate: float,
+    dropout: float,
+    patience: int,
+) -> None:
     """Train the entity recogniser on SciERC (see docs/extraction.md)."""
     from kg.extraction.extractor import MODEL_DIR
     from kg.training import train as run_train
 
-    best = run_train(scierc_dir / "train.jsonl", scierc_dir / "dev.jsonl", output or MODEL_DIR,
-                     epochs=epochs, seed=seed, include_dev=include_dev,
-                     architecture=architecture, width=width, learn_rate=learn_rate,
-                     dropout=dropout, patience=patience,
-                     log=lambda line: click.echo(line, err=True))
+    best = run_train(
+        scierc_dir / "train.jsonl",
+        scierc_dir / "dev.jsonl",
+        output or MODEL_DIR,
+        epochs=epochs,
+        seed=seed,
+        include_dev=include_dev,
+        architecture=architecture,
+        width=width,
+        learn_rate=learn_rate,
+        dropout=dropout,
+        patience=patience,
+        log=lambda line: click.echo(line, err=True),
+    )
     click.echo(json.dumps({k: round(v, 4) for k, v in best.items()}))
+
 
 def _build_sample_if_empty(location: str) -> None:
     """First start: an empty (or missing) embedded store gets the bundled sample."""

@@ -95,8 +95,12 @@ def ingest(
 ) -> IngestReport:
     """Read files and ingest every good record into the store."""
     return ingest_items(
-        read_paths(paths), store, extractor=extractor, write_batch=write_batch,
-        progress=progress, keep_extractions=keep_extractions,
+        read_paths(paths),
+        store,
+        extractor=extractor,
+        write_batch=write_batch,
+        progress=progress,
+        keep_extractions=keep_extractions,
     )
 
 
@@ -181,4 +185,11 @@ def _count(items: Iterable[Item], report: IngestReport, seen: set[str]) -> Itera
         yield item
 
 
-__all__ = ["IngestReport", "PaperExtractor", "default_extractor", "ingest", "ingest_items", "unique"]
+__all__ = [
+    "IngestReport",
+    "PaperExtractor",
+    "default_extractor",
+    "ingest",
+    "ingest_items",
+    "unique",
+]

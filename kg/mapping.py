@@ -58,8 +58,16 @@ def content_hash(record: Record, extractor_version: str) -> str:
     """A hash of everything that decides a paper's graph: unchanged hash, unchanged graph."""
     payload = json.dumps(
         [
-            record.id, record.abstract, record.title, list(record.authors), record.year,
-            record.venue, list(record.keywords), record.url, record.source, extractor_version,
+            record.id,
+            record.abstract,
+            record.title,
+            list(record.authors),
+            record.year,
+            record.venue,
+            list(record.keywords),
+            record.url,
+            record.source,
+            extractor_version,
         ],
         ensure_ascii=False,
     )
@@ -156,7 +164,9 @@ def map_paper(extraction: PaperExtraction) -> PaperQuads:
         pred = edge_predicate(entity)
         add(p, pred, e)
         local = pred.value.rsplit("#", 1)[-1]
-        st = NamedNode(f"{p.value}/statement/{local}/{entity.type.value.lower()}/{_tail(entity.iri)}")
+        st = NamedNode(
+            f"{p.value}/statement/{local}/{entity.type.value.lower()}/{_tail(entity.iri)}"
+        )
         add(st, RDF.type, RDF.Statement)
         add(st, RDF.subject, p)
         add(st, RDF.predicate, pred)

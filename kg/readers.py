@@ -27,9 +27,13 @@ MAX_ABSTRACT_CHARS = 20_000
 MIN_ABSTRACT_CHARS = 20
 
 _WS = re.compile(r"\s+")
+# Common English function words: abstracts in English use many of them.
 _ENGLISH_WORDS = frozenset(
-    "the of and to in a is that for we on with as this by are be an our from it which "
-    "can at or these its not has have show than such both into their using while".split()
+    re.findall(
+        r"\w+",
+        "the of and to in a is that for we on with as this by are be an our from it which "
+        "can at or these its not has have show than such both into their using while",
+    )
 )
 
 Item = Record | Rejected
@@ -52,7 +56,10 @@ def check_abstract(abstract: str) -> str | None:
     if "\x00" in abstract:
         return "binary data (NUL bytes) in the abstract"
     if len(abstract) > MAX_ABSTRACT_CHARS:
-        return f"abstract is {len(abstract):,} characters, more than the {MAX_ABSTRACT_CHARS:,} allowed"
+        return (
+            f"abstract is {len(abstract):,} characters, "
+            f"more than the {MAX_ABSTRACT_CHARS:,} allowed"
+        )
     if len(abstract.strip()) < MIN_ABSTRACT_CHARS:
         return f"abstract is shorter than {MIN_ABSTRACT_CHARS} characters"
     controls = sum(1 for ch in abstract if ord(ch) < 32 and ch not in "\n\r\t")
@@ -263,7 +270,9 @@ def record_from_object(obj: Any, source: str, number: int) -> Item:
         if "venue" not in fields and obj.get("venue"):
             fields["venue"] = obj.get("venue")
         if obj.get("forum") or obj.get("id"):
-            fields.setdefault("url", f"https://openreview.net/forum?id={obj.get('forum') or obj.get('id')}")
+            fields.setdefault(
+                "url", f"https://openreview.net/forum?id={obj.get('forum') or obj.get('id')}"
+            )
         if not fields.get("year") and isinstance(obj.get("pdate") or obj.get("cdate"), int):
             import datetime as dt
 
@@ -308,7 +317,9 @@ def _make_record(fields: dict[str, Any], source: str, number: int) -> Item:
     problem = check_abstract(abstract)
     if problem:
         return Rejected(source, number, problem)
-    given = _text(_first(fields, "id", "paper_id", "forum_id", "forum", "doc_key", "arxiv_id", "doi"))
+    given = _text(
+        _first(fields, "id", "paper_id", "forum_id", "forum", "doc_key", "arxiv_id", "doi")
+    )
     if given is not None and (len(given) > 200 or any(ord(c) < 32 for c in given)):
         return Rejected(source, number, "id is not a usable identifier")
     year_raw = _first(fields, "year", "publication_year")

@@ -40,7 +40,9 @@ QueryResult = QuerySolutions | QueryBoolean | QueryTriples
 Term = NamedNode | Literal
 """A value that can be bound into a query."""
 
-DEFAULT_STORE = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share")) / "mlkg" / "store"
+DEFAULT_STORE = (
+    Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share")) / "mlkg" / "store"
+)
 """Where the embedded store lives unless ``--store`` or ``KG_STORE`` says otherwise."""
 
 
@@ -105,7 +107,9 @@ class GraphStore(Protocol):
         ...
 
 
-def open_store(location: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> GraphStore:
+def open_store(
+    location: str | os.PathLike[str] | None = None, *, read_only: bool = False
+) -> GraphStore:
     """Open the store at a directory (embedded) or an ``http(s)://`` URL (remote)."""
     target = str(location) if location else os.environ.get("KG_STORE") or str(DEFAULT_STORE)
     if target.startswith(("http://", "https://")):
@@ -149,8 +153,12 @@ class EmbeddedStore:
     def ensure_ontology(self) -> None:
         """Load ``ontology/kg.ttl`` into its graph, replacing an older copy."""
         source = (ontology_dir() / "kg.ttl").read_bytes()
-        marker = Quad(NamedNode("https://w3id.org/mlkg/ontology"), KG.contentHash,
-                      Literal(_sha(source)), ONTOLOGY_GRAPH)
+        marker = Quad(
+            NamedNode("https://w3id.org/mlkg/ontology"),
+            KG.contentHash,
+            Literal(_sha(source)),
+            ONTOLOGY_GRAPH,
+        )
         if marker in self._store:
             return
         tmp = NamedNode(ONTOLOGY_GRAPH.value + "/loading")
@@ -185,14 +193,18 @@ class EmbeddedStore:
     def paper_hashes(self, ids: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}
         for pid in ids:
-            for quad in self._store.quads_for_pattern(paper_iri(pid), KG.contentHash, None, paper_graph(pid)):
+            for quad in self._store.quads_for_pattern(
+                paper_iri(pid), KG.contentHash, None, paper_graph(pid)
+            ):
                 found[pid] = quad.object.value
         return found
 
     def preferred_labels(self, iris: Iterable[str]) -> dict[str, str]:
         found: dict[str, str] = {}
         for iri in iris:
-            for quad in self._store.quads_for_pattern(NamedNode(iri), SKOS.prefLabel, None, ENTITIES_GRAPH):
+            for quad in self._store.quads_for_pattern(
+                NamedNode(iri), SKOS.prefLabel, None, ENTITIES_GRAPH
+            ):
                 found[iri] = quad.object.value
                 break
         return found
@@ -245,8 +257,10 @@ class EmbeddedStore:
             self._store.dump(output, fmt, prefixes=PREFIXES)
         else:
             # Triple formats get the union of all graphs, as the SPARQL default graph shows it.
-            triples = self._store.query((queries_dir() / "store" / "union-graph.rq").read_text(),
-                                        use_default_graph_as_union=True)
+            triples = self._store.query(
+                (queries_dir() / "store" / "union-graph.rq").read_text(),
+                use_default_graph_as_union=True,
+            )
             serialize(triples, output, fmt, prefixes=PREFIXES)
 
     def flush(self) -> None:

@@ -38,11 +38,26 @@ def running_server(
     Its log goes to a file whose tail is shown if it fails to start.
     """
     port = free_port()
-    args = [sys.executable, "-m", "kg", "serve", "--store", str(store), "--host", "127.0.0.1",
-            "--port", str(port), *extra_args]
+    args = [
+        sys.executable,
+        "-m",
+        "kg",
+        "serve",
+        "--store",
+        str(store),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        *extra_args,
+    ]
     full_env = {**os.environ, **(env or {})}
-    full_env.pop("KG_UPDATE_TOKEN", None) if env is None or "KG_UPDATE_TOKEN" not in env else None
-    log = tempfile.NamedTemporaryFile(prefix="kg-serve-", suffix=".log", delete=False)
+    if env is None or "KG_UPDATE_TOKEN" not in env:
+        # The caller's shell must not turn writes on behind a test's back.
+        full_env.pop("KG_UPDATE_TOKEN", None)
+    log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed in the finally below
+        prefix="kg-serve-", suffix=".log", delete=False
+    )
     proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=full_env, cwd=REPO)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -56,7 +71,9 @@ def running_server(
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"server did not start in {startup_timeout} s:\n{_tail(log.name)}")
+                raise RuntimeError(
+                    f"server did not start in {startup_timeout} s:\n{_tail(log.name)}"
+                )
             time.sleep(0.1)
         yield base
     finally:

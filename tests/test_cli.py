@@ -15,15 +15,31 @@ import pytest
 from kg.readers import read_paths, unique
 from kg.resources import sample_corpus
 
-EXTRACT_KEYS = {"id", "title", "abstract", "tasks", "methods", "proposed_methods", "datasets",
-                "metrics", "claims"}
+CHINESE = "我们提出了一种新的图学习方法，并证明它在三个基准上优于最强的基线。"
+
+EXTRACT_KEYS = {
+    "id",
+    "title",
+    "abstract",
+    "tasks",
+    "methods",
+    "proposed_methods",
+    "datasets",
+    "metrics",
+    "claims",
+}
 ENTITY_KEYS = {"label", "iri", "mentions"}
 CLAIM_KEYS = {"text", "start", "end", "kind", "subject", "values", "metric", "dataset"}
 
 
-def kg(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def kg(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "kg", *args], capture_output=True, text=True, timeout=timeout,
+        [sys.executable, "-m", "kg", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         env={**os.environ, **(env or {})},
     )
 
@@ -39,10 +55,10 @@ def test_extract_prints_37_objects_in_the_documented_shape() -> None:
             for entity in obj[field]:
                 assert set(entity) == ENTITY_KEYS
                 for m in entity["mentions"]:
-                    assert obj["abstract"][m["start"]:m["end"]] == m["text"]
+                    assert obj["abstract"][m["start"] : m["end"]] == m["text"]
         for claim in obj["claims"]:
             assert set(claim) == CLAIM_KEYS
-            assert obj["abstract"][claim["start"]:claim["end"]] == claim["text"]
+            assert obj["abstract"][claim["start"] : claim["end"]] == claim["text"]
             for value in claim["values"]:
                 assert set(value) == {"text", "number", "unit"}
 
@@ -62,7 +78,10 @@ def test_ingest_query_stats_export_validate(tmp_path: Path) -> None:
     query = "SELECT (COUNT(*) AS ?n) WHERE { ?p a <https://w3id.org/mlkg/ontology#Paper> }"
     as_json = json.loads(kg("query", "--store", store, "--format", "json", query).stdout)
     assert as_json["results"]["bindings"][0]["n"]["value"] == "37"
-    assert kg("query", "--store", store, "--format", "csv", query).stdout.splitlines() == ["n", "37"]
+    assert kg("query", "--store", store, "--format", "csv", query).stdout.splitlines() == [
+        "n",
+        "37",
+    ]
     assert kg("query", "--store", store, "--format", "tsv", query).stdout.splitlines()[0] == "?n"
 
     env = {"KG_STORE": store}
@@ -91,11 +110,22 @@ def _write(path: Path, data: bytes) -> Path:
         (lambda d: d, "is a directory"),
         (lambda d: _write(d / "empty.txt", b""), "empty file"),
         (lambda d: _write(d / "bin.jsonl", os.urandom(2048).replace(b"\n", b"")), "UTF-8"),
-        (lambda d: _write(d / "huge.jsonl", json.dumps({"abstract": "word " * 1_000_000}).encode()),
-         "more than"),
-        (lambda d: _write(d / "zh.jsonl", json.dumps(
-            {"abstract": "我们提出了一种新的图学习方法，并证明它在三个基准上优于最强的基线。" * 3},
-            ensure_ascii=False).encode()), "English"),
+        (
+            lambda d: _write(
+                d / "huge.jsonl", json.dumps({"abstract": "word " * 1_000_000}).encode()
+            ),
+            "more than",
+        ),
+        (
+            lambda d: _write(
+                d / "zh.jsonl",
+                json.dumps(
+                    {"abstract": CHINESE * 3},
+                    ensure_ascii=False,
+                ).encode(),
+            ),
+            "English",
+        ),
     ],
 )
 def test_ingest_bad_input_is_one_line_and_nonzero(tmp_path: Path, setup, message: str) -> None:  # noqa: ANN001
@@ -124,9 +154,22 @@ def test_killed_ingest_keeps_what_was_stored(tmp_path: Path) -> None:
                 fh.write(json.dumps({"id": f"r{round_}-{i}", "abstract": text}) + "\n")
     store = str(tmp_path / "store")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kg", "ingest", "--store", store, "--batch-size", "4",
-         "--progress", "lines", str(source)],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+        [
+            sys.executable,
+            "-m",
+            "kg",
+            "ingest",
+            "--store",
+            store,
+            "--batch-size",
+            "4",
+            "--progress",
+            "lines",
+            str(source),
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
     )
     assert proc.stderr is not None
     deadline = time.monotonic() + 240

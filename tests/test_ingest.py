@@ -45,7 +45,9 @@ def test_sample_graph_is_complete_and_valid(sample_store: Path) -> None:
 
 def test_every_entity_statement_leads_to_its_sentence(sample_store: Path) -> None:
     store = open_store(sample_store, read_only=True)
-    papers = {r.id: r.abstract for r in unique(read_paths(sample_corpus())) if hasattr(r, "abstract")}
+    papers = {
+        r.id: r.abstract for r in unique(read_paths(sample_corpus())) if hasattr(r, "abstract")
+    }
     rows = list(store.query(PROVENANCE_QUERY, substitutions={}))
     assert rows, "no reified statements with evidence"
     for row in rows:
@@ -73,7 +75,9 @@ def test_same_input_gives_the_same_graph(sample_store: Path, tmp_path: Path, ext
 
 
 def test_changed_paper_is_replaced_whole(tmp_path: Path, extractor) -> None:  # noqa: ANN001
-    abstract = next(r for r in unique(read_paths(sample_corpus())) if hasattr(r, "abstract")).abstract
+    abstract = next(
+        r for r in unique(read_paths(sample_corpus())) if hasattr(r, "abstract")
+    ).abstract
     source = tmp_path / "one.jsonl"
     source.write_text(json.dumps({"id": "p1", "title": "Old title", "abstract": abstract}) + "\n")
     store = open_store(tmp_path / "store")
@@ -81,25 +85,37 @@ def test_changed_paper_is_replaced_whole(tmp_path: Path, extractor) -> None:  # 
     source.write_text(json.dumps({"id": "p1", "title": "New title", "abstract": abstract}) + "\n")
     report = ingest([source], store, extractor=extractor)
     assert (report.added, report.updated) == (0, 1)
-    titles = [q.object.value for q in store.raw.quads_for_pattern(None, None, None, paper_graph("p1"))
-              if q.predicate.value.endswith("/title")]
+    titles = [
+        q.object.value
+        for q in store.raw.quads_for_pattern(None, None, None, paper_graph("p1"))
+        if q.predicate.value.endswith("/title")
+    ]
     assert titles == ["New title"]
     assert not any(g.value.endswith("/loading") for g in store.raw.named_graphs())
 
 
 def test_bad_records_are_skipped_and_the_rest_stored(tmp_path: Path, extractor) -> None:  # noqa: ANN001
-    abstract = next(r for r in unique(read_paths(sample_corpus())) if hasattr(r, "abstract")).abstract
+    abstract = next(
+        r for r in unique(read_paths(sample_corpus())) if hasattr(r, "abstract")
+    ).abstract
     source = tmp_path / "mixed.jsonl"
-    source.write_text("\n".join([
-        json.dumps({"id": "good", "abstract": abstract}),
-        json.dumps({"id": "empty", "abstract": ""}),
-        "{broken",
-    ]))
+    source.write_text(
+        "\n".join(
+            [
+                json.dumps({"id": "good", "abstract": abstract}),
+                json.dumps({"id": "empty", "abstract": ""}),
+                "{broken",
+            ]
+        )
+    )
     store = open_store(tmp_path / "store")
     report = ingest([source, tmp_path / "nope.txt"], store, extractor=extractor)
     assert report.added == 1
     assert [(Path(r.source).name, r.record) for r in report.rejected] == [
-        ("mixed.jsonl", 2), ("mixed.jsonl", 3), ("nope.txt", 0)]
+        ("mixed.jsonl", 2),
+        ("mixed.jsonl", 3),
+        ("nope.txt", 0),
+    ]
     assert list(store.paper_ids()) == ["good"]
 
 
@@ -107,12 +123,21 @@ def test_shacl_catches_a_broken_graph(store_copy: Path) -> None:
     store = open_store(store_copy)
     label = next(store.raw.quads_for_pattern(None, SKOS.prefLabel, None, ENTITIES_GRAPH))
     store.raw.add(Quad(label.subject, SKOS.prefLabel, Literal("a second label"), ENTITIES_GRAPH))
-    store.raw.remove(Quad(NamedNode("https://w3id.org/mlkg/id/paper/cc753ecf2cb8"),
-                          NamedNode("http://purl.org/dc/terms/abstract"),
-                          next(store.raw.quads_for_pattern(
-                              NamedNode("https://w3id.org/mlkg/id/paper/cc753ecf2cb8"),
-                              NamedNode("http://purl.org/dc/terms/abstract"), None, None)).object,
-                          paper_graph("cc753ecf2cb8")))
+    store.raw.remove(
+        Quad(
+            NamedNode("https://w3id.org/mlkg/id/paper/cc753ecf2cb8"),
+            NamedNode("http://purl.org/dc/terms/abstract"),
+            next(
+                store.raw.quads_for_pattern(
+                    NamedNode("https://w3id.org/mlkg/id/paper/cc753ecf2cb8"),
+                    NamedNode("http://purl.org/dc/terms/abstract"),
+                    None,
+                    None,
+                )
+            ).object,
+            paper_graph("cc753ecf2cb8"),
+        )
+    )
     violations = validate_store(store).violations
     assert any("prefLabel" in v for v in violations)
     assert any("abstract" in v for v in violations)

@@ -10,6 +10,8 @@ from kg.model import Record, Rejected
 from kg.readers import derived_id, read_paths, unique
 from kg.resources import sample_corpus
 
+CHINESE = "我们提出了一种新的图学习方法，并证明它在三个基准上优于最强的基线。"
+
 ABSTRACT = (
     "We propose a new method for graph learning and show that it outperforms the "
     "strongest baselines on three benchmarks while using less memory than prior work."
@@ -42,24 +44,42 @@ def test_derived_id_ignores_whitespace_differences() -> None:
 def test_jsonl_fields_and_given_id(tmp_path: Path) -> None:
     path = tmp_path / "papers.jsonl"
     path.write_text(
-        json.dumps({"forum_id": "Abc123", "title": "T", "abstract": ABSTRACT, "year": 2026,
-                    "venue": "ICLR 2026 Poster", "keywords": ["graphs", "memory"],
-                    "openreview_url": "https://openreview.net/forum?id=Abc123"}) + "\n"
-        + json.dumps({"title": "No id", "abstract": ABSTRACT + " Second."}) + "\n",
+        json.dumps(
+            {
+                "forum_id": "Abc123",
+                "title": "T",
+                "abstract": ABSTRACT,
+                "year": 2026,
+                "venue": "ICLR 2026 Poster",
+                "keywords": ["graphs", "memory"],
+                "openreview_url": "https://openreview.net/forum?id=Abc123",
+            }
+        )
+        + "\n"
+        + json.dumps({"title": "No id", "abstract": ABSTRACT + " Second."})
+        + "\n",
         encoding="utf-8",
     )
     first, second = records(read_paths([path]))
     assert first.id == "Abc123" and first.year == 2026 and first.keywords == ("graphs", "memory")
-    assert first.url == "https://openreview.net/forum?id=Abc123" and first.venue == "ICLR 2026 Poster"
+    assert (
+        first.url == "https://openreview.net/forum?id=Abc123" and first.venue == "ICLR 2026 Poster"
+    )
     assert second.id == derived_id(ABSTRACT + " Second.")
 
 
 def test_json_array_and_openreview_notes(tmp_path: Path) -> None:
-    v2 = {"id": "n1", "forum": "F1", "content": {"title": {"value": "Title one"},
-                                                  "abstract": {"value": ABSTRACT},
-                                                  "authors": {"value": ["A. B", "C. D"]},
-                                                  "keywords": {"value": ["x"]},
-                                                  "venue": {"value": "ICLR 2026 Oral"}}}
+    v2 = {
+        "id": "n1",
+        "forum": "F1",
+        "content": {
+            "title": {"value": "Title one"},
+            "abstract": {"value": ABSTRACT},
+            "authors": {"value": ["A. B", "C. D"]},
+            "keywords": {"value": ["x"]},
+            "venue": {"value": "ICLR 2026 Oral"},
+        },
+    }
     v1 = {"id": "n2", "content": {"title": "Title two", "abstract": ABSTRACT + " Two."}}
     array = tmp_path / "notes.json"
     array.write_text(json.dumps([v2, v1]), encoding="utf-8")
@@ -74,8 +94,9 @@ def test_json_array_and_openreview_notes(tmp_path: Path) -> None:
 
 def test_csv(tmp_path: Path) -> None:
     path = tmp_path / "papers.csv"
-    path.write_text(f'id,title,abstract,authors\np1,"A, title","{ABSTRACT}","X; Y"\n',
-                    encoding="utf-8")
+    path.write_text(
+        f'id,title,abstract,authors\np1,"A, title","{ABSTRACT}","X; Y"\n', encoding="utf-8"
+    )
     (paper,) = records(read_paths([path]))
     assert paper.id == "p1" and paper.title == "A, title" and paper.authors == ("X", "Y")
 
@@ -84,20 +105,29 @@ def test_bad_inputs_are_reported_with_file_and_record(tmp_path: Path) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
     latin1 = tmp_path / "latin1.txt"
-    latin1.write_bytes(b"header\n\n" + ABSTRACT.encode() + b"\n\ncaf\xe9 " + ABSTRACT.encode() + b"\n")
+    latin1.write_bytes(
+        b"header\n\n" + ABSTRACT.encode() + b"\n\ncaf\xe9 " + ABSTRACT.encode() + b"\n"
+    )
     junk = tmp_path / "junk.jsonl"
     junk.write_bytes(b"\x00\x01\x02\xff\xfe binary\n")
     mixed = tmp_path / "mixed.jsonl"
     mixed.write_text(
-        "\n".join([
-            json.dumps({"id": "ok", "abstract": ABSTRACT}),
-            json.dumps({"id": "none", "title": "no abstract"}),
-            json.dumps({"id": "huge", "abstract": "word " * 1_000_000}),
-            json.dumps({"id": "zh", "abstract": "我们提出了一种新的图学习方法，并证明它在三个基准上优于最强的基线。" * 3}),
-            json.dumps({"id": "nul", "abstract": ABSTRACT + "\u0000"}),
-            "{not json",
-            json.dumps(["a", "list"]),
-        ]),
+        "\n".join(
+            [
+                json.dumps({"id": "ok", "abstract": ABSTRACT}),
+                json.dumps({"id": "none", "title": "no abstract"}),
+                json.dumps({"id": "huge", "abstract": "word " * 1_000_000}),
+                json.dumps(
+                    {
+                        "id": "zh",
+                        "abstract": CHINESE * 3,
+                    }
+                ),
+                json.dumps({"id": "nul", "abstract": ABSTRACT + "\u0000"}),
+                "{not json",
+                json.dumps(["a", "list"]),
+            ]
+        ),
         encoding="utf-8",
     )
     items = list(read_paths([tmp_path / "missing.txt", tmp_path, empty, latin1, junk, mixed]))
