@@ -7,6 +7,8 @@ ignore the extra parameter, so it measures the REST request as given.
 
     python benchmarks/rest_load.py --store STORE --path '/papers?task=unlearning' -c 1 -c 16
     python benchmarks/rest_load.py --store STORE --top-task      # the task with most papers
+    python benchmarks/rest_load.py --store STORE --sparql benchmarks/queries/sample_lookup.rq \
+        --path '/papers?task=unlearning' [--no-cache]            # the sample figures
 
 Prints one JSON object per (path, concurrency).
 """
@@ -24,15 +26,21 @@ REPO = Path(__file__).resolve().parent.parent
 LOAD = REPO.parent / "shared" / "tools" / "sparql_load.py"
 
 
-def measure(base: str, path: str, concurrency: int, duration: float, pid: int | None) -> dict:
-    """One closed-loop run against ``base + path``."""
-    args = [sys.executable, str(LOAD), "--url", base + path, "--query", "-",
+def measure(
+    base: str, path: str, concurrency: int, duration: float, pid: int | None,
+    query_file: str | None = None,
+) -> dict:
+    """One closed-loop run against ``base + path`` (with ``query_file``: a SPARQL
+    query sent to ``base + path`` as ``?query=``)."""
+    query = ["--query-file", query_file] if query_file else ["--query", "-"]
+    args = [sys.executable, str(LOAD), "--url", base + path, *query,
             "-c", str(concurrency), "-d", str(duration), "--warmup", "2", "--json"]
     if pid:
         args += ["--server-pid", str(pid)]
     out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
     result = json.loads(out.strip().splitlines()[-1])
-    return {"path": path, "concurrency": concurrency, "rps": result["rps"],
+    return {"path": path + (f" ({Path(query_file).name})" if query_file else ""),
+            "concurrency": concurrency, "rps": result["rps"],
             "p50_ms": result["p50_ms"], "p99_ms": result["p99_ms"],
             "non_2xx": result["non_2xx"], "server_cpu_share": result.get("server_cpu_share"),
             "foreign_cpu_share": result.get("foreign_cpu_share")}
@@ -45,6 +53,10 @@ def main() -> None:
     ap.add_argument("--path", action="append", default=[], help="path and query to load")
     ap.add_argument("--top-task", action="store_true",
                     help="also load /papers?task=KEY for the task with most papers")
+    ap.add_argument("--sparql", action="append", default=[], metavar="FILE.rq",
+                    help="also load /sparql with this query")
+    ap.add_argument("--no-cache", action="store_true",
+                    help="serve with KG_QUERY_CACHE=0 (every /sparql query evaluated)")
     ap.add_argument("-c", "--concurrency", type=int, action="append", default=[])
     ap.add_argument("-d", "--duration", type=float, default=10.0)
     ap.add_argument("--workers", type=int, default=1, help="uvicorn workers of `kg serve`")
@@ -57,11 +69,15 @@ def main() -> None:
 
     def run(base: str, pid: int | None) -> None:
         paths = list(args.path)
-        if args.top_task or not paths:
+        if args.top_task or not (paths or args.sparql):
             with urlopen(base + "/tasks?limit=1") as r:
                 top = json.load(r)["items"][0]
             paths.append(f"/papers?task={top['key']}")
             print(json.dumps({"top_task": top["key"], "papers": top["papers"]}), flush=True)
+        for query_file in args.sparql:
+            for c in concurrencies:
+                result = measure(base, "/sparql", c, args.duration, pid, query_file)
+                print(json.dumps(result), flush=True)
         for path in paths:
             for c in concurrencies:
                 print(json.dumps(measure(base, path, c, args.duration, pid)), flush=True)
@@ -73,7 +89,10 @@ def main() -> None:
     from tests.helpers import running_server
 
     extra = ("--workers", str(args.workers)) if args.workers > 1 else ()
-    with running_server(args.store, *extra, env={"KG_LOG_LEVEL": "warning"}) as base:
+    env = {"KG_LOG_LEVEL": "warning"}
+    if args.no_cache:
+        env["KG_QUERY_CACHE"] = "0"
+    with running_server(args.store, *extra, env=env) as base:
         pid = _server_pid(base)
         run(base, pid)
 
