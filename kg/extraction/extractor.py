@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from bisect import bisect_right
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +93,10 @@ class _Group:
     broader: bool = False
 
 
+def _log_component_error(proc_name: str, proc: object, docs: list[Doc], error: Exception) -> None:
+    log.error("pipeline component %s failed on a batch of %d docs: %s", proc_name, len(docs), error)
+
+
 class Extractor:
     """Loads the pipeline once and turns records into extractions, in order."""
 
@@ -99,6 +104,10 @@ class Extractor:
         self.n_process = n_process
         self.batch_size = batch_size
         self.nlp = build_pipeline()
+        # A component that fails on a doc logs it instead of ending the whole
+        # stream. (Language.set_error_handler would also reach the Cython parser,
+        # which cannot take one.)
+        self.nlp.default_error_handler = _log_component_error
         lexicon = lexicon_v1()
         self._task_lexicon = {canonical_key(r["label"]) for r in lexicon if r["type"] == "Task"}
         # A concept the lexicon knows keeps the lexicon's type in every paper, so that
@@ -130,15 +139,40 @@ class Extractor:
     def extract(self, records: Iterable[Record]) -> Iterator[PaperExtraction]:
         """Extract every record, streaming, in input order."""
 
+        in_flight: deque[Record] = deque()
+
         def tuples() -> Iterator[tuple[str, tuple[Record, latex.Cleaned]]]:
             for record in records:
                 cleaned = latex.clean(record.abstract)
+                in_flight.append(record)
                 yield cleaned.text, (record, cleaned)
 
         for doc, (record, cleaned) in self.nlp.pipe(
             tuples(), as_tuples=True, batch_size=self.batch_size, n_process=self.n_process
         ):
-            yield self.assemble(record, cleaned, doc)
+            # spaCy drops a doc whose component failed (after the error handler
+            # logged it); the records before this one that never came back are those.
+            while in_flight and in_flight[0] is not record and in_flight[0].id != record.id:
+                yield self._unextracted(in_flight.popleft(), "a pipeline component failed")
+            if in_flight:
+                in_flight.popleft()
+            try:
+                yield self.assemble(record, cleaned, doc)
+            except Exception as exc:  # noqa: BLE001 - one paper's bug must not stop a corpus
+                log.exception("assembly failed")
+                yield self._unextracted(record, f"assembly failed: {exc}")
+        while in_flight:
+            yield self._unextracted(in_flight.popleft(), "a pipeline component failed")
+
+    @staticmethod
+    def _unextracted(record: Record, why: str) -> PaperExtraction:
+        # The paper is still stored (text, metadata) with nothing extracted; the
+        # log names it so the fault can be found and the paper re-ingested.
+        log.error(
+            "extraction failed for %s record %d (id %s): %s; stored without entities",
+            record.source or "input", record.record, record.id, why,
+        )
+        return PaperExtraction(record, [], [], EXTRACTOR_VERSION)
 
     def extract_one(self, record: Record) -> PaperExtraction:
         """Extract a single record."""
