@@ -19,6 +19,7 @@ from pyoxigraph import Literal, QueryBoolean, QuerySolutions, RdfFormat, Triple
 from kg.resources import queries_dir
 from kg.store import EmbeddedStore, StoreError, open_store
 from tests.helpers import REPO, free_port, running_server
+from tests.helpers import stop_process as stop
 
 OXIGRAPH = shutil.which("oxigraph") or str(Path(sys.executable).with_name("oxigraph"))
 pytestmark = pytest.mark.skipif(
@@ -46,15 +47,6 @@ def start_oxigraph(location: Path, *, union: bool = True) -> tuple[subprocess.Po
             proc.kill()
             raise RuntimeError("oxigraph serve did not start in 30 s")
         time.sleep(0.05)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.fixture(scope="module")
