@@ -638,7 +638,7 @@ def eval_(
     default=None,
     help="Where to write the model (default: the package's kg/extraction/model).",
 )
-@click.option("--epochs", default=40, show_default=True)
+@click.option("--epochs", default=70, show_default=True)
 @click.option("--seed", default=0, show_default=True)
 @click.option(
     "--include-dev",
@@ -648,15 +648,16 @@ def eval_(
 )
 @click.option(
     "--architecture",
-    type=click.Choice(["sm", "scratch"]),
-    default="sm",
+    type=click.Choice(["syntax", "sm", "scratch"]),
+    default="syntax",
     show_default=True,
-    help="Fine-tune the English pipeline's NER, or train a wider one from scratch.",
+    help="The English NER's tok2vec plus tag and dependency features (syntax), "
+    "the English NER fine-tuned as it is (sm), or a wider one from scratch.",
 )
 @click.option("--width", default=128, show_default=True, help="Scratch tok2vec width.")
 @click.option("--learn-rate", default=0.0005, show_default=True)
 @click.option("--dropout", default=0.25, show_default=True)
-@click.option("--patience", default=8, show_default=True)
+@click.option("--patience", default=15, show_default=True)
 def train(
     scierc_dir: Path,
     output: Path | None,
