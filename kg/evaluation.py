@@ -415,7 +415,9 @@ def evaluate_scierc(
     gold = [(d.doc_key, s, e, t) for d in docs for s, e, t in set(d.entities) if t in SCIERC_TYPES]
     pred: set[tuple[str, int, int, str]] = set()
     if layer == "ner":
-        with extractor.nlp.select_pipes(enable=[NER_NAME]):
+        # The recogniser reads the English pipeline's tags and parse, not our rules.
+        rules = [n for n in extractor.nlp.pipe_names if n.startswith("kg_") and n != NER_NAME]
+        with extractor.nlp.select_pipes(disable=rules):
             for d, doc in zip(docs, extractor.nlp.pipe(d.text for d in docs), strict=True):
                 pred |= {
                     (d.doc_key, ent.start_char, ent.end_char, ent.label_)

@@ -196,8 +196,8 @@ class EntityCollector:
                 continue
             if not self.well_formed(trimmed) or not self.specific(trimmed):
                 continue
-            if ent.label_ != "Method" and not self.has_evidence(trimmed):
-                continue
+            if not self.has_evidence(trimmed):
+                continue  # a span only the recogniser saw, with no typed head, name or repeat
             long_form = long_of.get((trimmed.start, trimmed.end))
             if long_form is not None:
                 kind = self.type_of(long_form, None if ent.label_ == "Material" else ent.label_)
@@ -213,6 +213,8 @@ class EntityCollector:
                 continue  # "transfer learning scheme": a description, not a method's name
             if len(trimmed) == 1 and not self.known_single(trimmed[0]):
                 continue  # "STOC", "Chatterjee": a venue or a person mentioned once
+            if _cites_authors(trimmed):
+                continue  # "Ben Arous et al.": people, not a method
             last = trimmed[-1].text
             if len(trimmed) > 1 and len(last) == 1 and last.isalpha():
                 continue  # "data dimension D": a variable, not an entity
@@ -272,6 +274,16 @@ class EntityCollector:
             if other.start < span.end and span.start < other.end:
                 return other.label_
         return None
+
+
+def _cites_authors(span: Span) -> bool:
+    """Whether a span is followed by "et al." (it names the authors of a cited work)."""
+    doc = span.doc
+    return (
+        span.end + 1 < len(doc)
+        and doc[span.end].lower_ == "et"
+        and doc[span.end + 1].lower_.startswith("al")
+    )
 
 
 _SOURCE_RANK = {"lexicon": 0, "acronym": 1, "ner": 2, "head": 3}
