@@ -308,9 +308,7 @@ def train(
     train_docs, dev_docs = annotated[: len(train_sdocs)], annotated[len(train_sdocs) :]
     nlp = recogniser(architecture, labels, width)
     examples = [_example(doc, sd, labels) for doc, sd in zip(train_docs, train_sdocs, strict=True)]
-    if architecture == "sm":
-        nlp.resume_training()
-    else:
+    if architecture != "sm":  # the English NER ("sm") trains on from its loaded weights
         nlp.initialize(lambda: examples)
         if architecture == "syntax":
             sm = spacy.load(BASE_PIPELINE, exclude=["tok2vec", "tagger", "parser", "senter"])
