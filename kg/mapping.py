@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from pyoxigraph import Literal, NamedNode, Quad
 
-from kg.model import Claim, Entity, EntityType, PaperExtraction, Record
+from kg import schema
+from kg.model import Claim, Entity, PaperExtraction, Record
 from kg.vocab import (
     BASE,
     CLAIM_KINDS,
@@ -40,18 +41,10 @@ from kg.vocab import (
 
 ENTITIES_GRAPH = NamedNode(BASE + "graph/entities")
 
-EDGE_PREDICATE = {
-    EntityType.TASK: KG.addressesTask,
-    EntityType.DATASET: KG.evaluatesOn,
-    EntityType.METRIC: KG.reportsMetric,
-}
-
 
 def edge_predicate(entity: Entity) -> NamedNode:
-    """The paper → entity property for an entity of this paper."""
-    if entity.type is EntityType.METHOD:
-        return KG.proposesMethod if entity.proposed else KG.usesMethod
-    return EDGE_PREDICATE[entity.type]
+    """The paper → entity property for an entity of this paper (:mod:`kg.schema`)."""
+    return KG[schema.kind(entity.type.value).relation(proposed=entity.proposed).name]
 
 
 def content_hash(record: Record, extractor_version: str) -> str:

@@ -9,27 +9,15 @@ into ``Record.abstract`` exactly as read (LaTeX and all).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
+from kg import schema
 
-class EntityType(StrEnum):
-    """The kinds of entity the extractor finds; values are ontology class names."""
+EntityType = schema.EntityType
+"""The kinds of entity the extractor finds; values are ontology class names (:mod:`kg.schema`)."""
 
-    TASK = "Task"
-    METHOD = "Method"
-    DATASET = "Dataset"
-    METRIC = "Metric"
-
-
-class ClaimKind(StrEnum):
-    """The kinds of claim; values are the gold annotation's spelling."""
-
-    CONTRIBUTION = "contribution"
-    PERFORMANCE = "performance"
-    EFFICIENCY = "efficiency"
-    THEORETICAL = "theoretical"
-    EMPIRICAL_FINDING = "empirical-finding"
+ClaimKind = schema.ClaimKind
+"""The kinds of claim; values are the gold annotation's spelling (:mod:`kg.schema`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,17 +148,19 @@ class PaperExtraction:
 
     def to_json(self) -> dict[str, Any]:
         """The ``kg extract --format jsonl`` object: exactly the documented keys."""
+
         def js(items: list[Entity]) -> list[dict[str, Any]]:
             return [e.to_json() for e in items]
 
-        return {
+        out: dict[str, Any] = {
             "id": self.record.id,
             "title": self.record.title,
             "abstract": self.record.abstract,
-            "tasks": js(self.of_type(EntityType.TASK)),
-            "methods": js(self.of_type(EntityType.METHOD, proposed=False)),
-            "proposed_methods": js(self.of_type(EntityType.METHOD, proposed=True)),
-            "datasets": js(self.of_type(EntityType.DATASET)),
-            "metrics": js(self.of_type(EntityType.METRIC)),
-            "claims": [c.to_json() for c in self.claims],
         }
+        for kind, relation in schema.groups():
+            # A kind with a "proposed" relation splits its entities between its lists.
+            split = any(r.proposed for r in kind.relations)
+            proposed = relation.proposed if split else None
+            out[relation.key] = js(self.of_type(EntityType(kind.name), proposed=proposed))
+        out["claims"] = [c.to_json() for c in self.claims]
+        return out

@@ -11,6 +11,8 @@ from urllib.parse import quote
 
 from pyoxigraph import NamedNode
 
+from kg import schema
+
 BASE = "https://w3id.org/mlkg/"
 ONTOLOGY_IRI = BASE + "ontology"
 ONTOLOGY_GRAPH = NamedNode(BASE + "graph/ontology")
@@ -40,19 +42,44 @@ KG = _Namespace(
     "https://w3id.org/mlkg/ontology#",
     (
         # classes
-        "Paper", "ResearchEntity", "Task", "Method", "Dataset", "Metric", "Claim",
-        "ClaimKind", "Quantity", "Sentence", "Mention", "ExtractorComponent",
+        "Paper",
+        schema.ENTITY_CLASS,
+        *(k.name for k in schema.ENTITY_TYPES),
+        "Claim",
+        "ClaimKind",
+        "Quantity",
+        "Sentence",
+        "Mention",
+        "ExtractorComponent",
         # claim kinds
-        "Contribution", "Performance", "Efficiency", "Theoretical", "EmpiricalFinding",
+        *(c.term for c in schema.CLAIM_KIND_SPECS),
         # paper → entity
-        "addressesTask", "proposesMethod", "usesMethod", "evaluatesOn", "reportsMetric",
+        schema.ENTITY_PROPERTY,
+        *(r.name for _, r in schema.relations()),
         "makesClaim",
         # claims
-        "claimAbout", "claimValue", "claimMetric", "claimDataset", "claimKind", "comparedTo",
-        "numericValue", "unit", "valueText",
+        "claimAbout",
+        "claimValue",
+        "claimMetric",
+        "claimDataset",
+        "claimKind",
+        "comparedTo",
+        "numericValue",
+        "unit",
+        "valueText",
         # spans and provenance
-        "text", "start", "end", "inPaper", "inSentence", "denotes", "evidence", "confidence",
-        "extractorVersion", "contentHash", "venue", "sourceFile",
+        "text",
+        "start",
+        "end",
+        "inPaper",
+        "inSentence",
+        "denotes",
+        "evidence",
+        "confidence",
+        "extractorVersion",
+        "contentHash",
+        "venue",
+        "sourceFile",
     ),
 )
 
@@ -83,13 +110,8 @@ PREFIXES: dict[str, str] = {
     "owl": "http://www.w3.org/2002/07/owl#",
 }
 
-CLAIM_KINDS = {
-    "contribution": KG.Contribution,
-    "performance": KG.Performance,
-    "efficiency": KG.Efficiency,
-    "theoretical": KG.Theoretical,
-    "empirical-finding": KG.EmpiricalFinding,
-}
+CLAIM_KINDS = {c.name: KG[c.term] for c in schema.CLAIM_KIND_SPECS}
+"""Claim kind name (``performance``) → its ontology individual."""
 
 
 def _segment(value: str) -> str:
@@ -124,4 +146,4 @@ def paper_id_from_graph(graph: str) -> str | None:
         return None
     from urllib.parse import unquote
 
-    return unquote(graph[len(PAPER_GRAPH_PREFIX):])
+    return unquote(graph[len(PAPER_GRAPH_PREFIX) :])
