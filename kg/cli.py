@@ -16,7 +16,7 @@ from typing import Any
 import click
 from pyoxigraph import QueryBoolean, QueryResultsFormat, QuerySolutions, RdfFormat
 
-from kg import __version__
+from kg import __version__, schema
 from kg.resources import queries_dir, sample_corpus
 from kg.store import DEFAULT_STORE, GraphStore, StoreError, open_store
 
@@ -199,7 +199,8 @@ def _print_extraction_table(obj: dict[str, Any]) -> None:
     click.echo(
         click.style(f"paper {obj['id']}", bold=True) + (f"  {obj['title']}" if obj["title"] else "")
     )
-    for field in ("proposed_methods", "tasks", "methods", "datasets", "metrics"):
+    groups = sorted(schema.groups(), key=lambda pair: not pair[1].proposed)
+    for field in [relation.key for _, relation in groups]:
         labels = ", ".join(e["label"] for e in obj[field]) or "-"
         click.echo(f"  {field.replace('_', ' '):<17} {labels}")
     for claim in obj["claims"]:
@@ -301,7 +302,7 @@ def stats(store: str, as_json: bool) -> None:
         click.echo(json.dumps(summary, indent=2))
         return
     click.echo(f"triples  {summary['triples']:,}")
-    for name in ("Paper", "Task", "Method", "Dataset", "Metric", "Claim"):
+    for name in ("Paper", *(k.name for k in schema.ENTITY_TYPES), "Claim"):
         click.echo(f"{name.lower() + 's':<9}{counts.get(name, 0):,}")
 
 

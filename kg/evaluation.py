@@ -35,13 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kg import latex
+from kg import latex, schema
 from kg.extraction.canonical import canonical_key, singular
 from kg.extraction.values import parse_value
 from kg.model import EntityType, PaperExtraction, Record
 from kg.readers import derived_id, read_paths, unique
 
-FIELDS = ("proposed", "tasks", "methods", "datasets", "metrics")
+FIELDS = ("proposed", *(r.key for _, r in schema.groups() if not r.proposed))
+"""The gold annotation's entity fields: ``proposed`` and one per kind (:mod:`kg.schema`)."""
 _STOP = frozenset(
     "a an the of for in on and or to with by via from as at its their our this that is "  # noqa: SIM905
     "are be using based".split()
@@ -177,16 +178,11 @@ def gold_forms(entry: dict[str, Any], name: str) -> list[list[str]]:
 def predicted_forms(paper: PaperExtraction, name: str) -> list[list[str]]:
     """A paper's predicted entities of a field, each as its label, aliases and mention texts."""
     if name == "proposed":
-        ents = paper.of_type(EntityType.METHOD, proposed=True)
-    elif name == "methods":
-        ents = paper.of_type(EntityType.METHOD, proposed=False)
+        ents = [e for e in paper.entities if e.proposed]
     else:
-        kind = {
-            "tasks": EntityType.TASK,
-            "datasets": EntityType.DATASET,
-            "metrics": EntityType.METRIC,
-        }[name]
-        ents = paper.of_type(kind)
+        kind = schema.kind(name)
+        split = any(r.proposed for r in kind.relations)
+        ents = paper.of_type(EntityType(kind.name), proposed=False if split else None)
     out = []
     for e in ents:
         forms = [e.label, *e.aliases]
@@ -391,7 +387,8 @@ def evaluate_gold(
 # ------------------------------------------------------------------ SciERC
 
 SCIERC_TYPES = ("Task", "Method", "Metric", "Material")
-_TO_SCIERC = {"Task": "Task", "Method": "Method", "Metric": "Metric", "Dataset": "Material"}
+# SciERC calls datasets "Material"; its other labels are our type names.
+_TO_SCIERC = {t.value: t.value for t in EntityType} | {EntityType.DATASET.value: "Material"}
 
 
 def evaluate_scierc(

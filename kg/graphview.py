@@ -42,12 +42,13 @@ from typing import Literal as TypingLiteral
 import networkx as nx
 from pyoxigraph import Literal, NamedNode
 
+from kg import schema
 from kg.queries import NamedQuery, default_registry
 from kg.store import GraphStore
-from kg.vocab import ID_PREFIX, paper_iri
+from kg.vocab import ID_PREFIX, entity_iri, paper_iri
 
-NODE_TYPES: tuple[str, ...] = ("Paper", "Task", "Method", "Dataset", "Metric")
-"""Node types, in the order legends and tables list them."""
+NODE_TYPES: tuple[str, ...] = ("Paper", *(k.name for k in schema.ENTITY_TYPES))
+"""Node types, in the order legends and tables list them (:mod:`kg.schema`)."""
 
 ENTITY_TYPES = NODE_TYPES[1:]
 Projection = TypingLiteral["bipartite", "entity"]
@@ -56,16 +57,9 @@ MAX_DEPTH = 3
 
 # Direction and name of an entity–entity edge, by the types of its ends. The
 # lower rank is the source: methods point at tasks, datasets and metrics.
-_RANK = {"Method": 0, "Task": 1, "Dataset": 2, "Metric": 3}
-_PAIR_PREDICATE = {
-    ("Method", "Task"): "usedFor",
-    ("Method", "Dataset"): "evaluatedOn",
-    ("Method", "Metric"): "measuredBy",
-    ("Task", "Dataset"): "benchmarkedOn",
-    ("Task", "Metric"): "measuredBy",
-    ("Dataset", "Metric"): "measuredBy",
-}
-CO_OCCURS = "coOccursWith"
+_RANK = {k.name: k.rank for k in schema.ENTITY_TYPES}
+_PAIR_PREDICATE = schema.PAIR_PREDICATES
+CO_OCCURS = schema.CO_OCCURS
 
 
 class GraphViewError(ValueError):
@@ -303,7 +297,7 @@ def resolve_focus(store: GraphStore, focus: str, known: Container[str] | None = 
     elif focus:
         candidates.append(ID_PREFIX + focus)  # "task/unlearning", "paper/abc"
         candidates.append(paper_iri(focus).value)
-        candidates.extend(f"{ID_PREFIX}{t.lower()}/{focus}" for t in ENTITY_TYPES)
+        candidates.extend(entity_iri(t, focus) for t in ENTITY_TYPES)
     for iri in candidates:
         if known is not None:
             if iri in known:
@@ -350,8 +344,11 @@ def build_graph(
     def neighbours(n: str) -> Iterable[str]:
         if bipartite:
             return (m for m in data.neighbours(n) if wanted(m))
-        return (m for m, papers in pairs.get(n, {}).items()
-                if len(papers) >= request.min_support and wanted(m))
+        return (
+            m
+            for m, papers in pairs.get(n, {}).items()
+            if len(papers) >= request.min_support and wanted(m)
+        )
 
     # 1. What to draw: the focus's neighbourhood, or every wanted node.
     distance: dict[str, int] = {}
@@ -381,6 +378,7 @@ def build_graph(
     total = len(keep)
     truncated = request.limit is not None and total > request.limit
     if truncated:
+
         def rank(n: str) -> tuple[int, int, int, str]:
             degree = len(adjacent[n])
             support = degree if data.nodes[n]["type"] == "Paper" else data.nodes[n]["paper_count"]
@@ -394,13 +392,31 @@ def build_graph(
         for b in sorted(adjacent[a] & keep):
             if bipartite:
                 if data.nodes[a]["type"] == "Paper":
-                    edges.append((a, b, {"predicate": " ".join(sorted(data.links[a, b])),
-                                         "weight": 1, "papers": [a]}))
+                    edges.append(
+                        (
+                            a,
+                            b,
+                            {
+                                "predicate": " ".join(sorted(data.links[a, b])),
+                                "weight": 1,
+                                "papers": [a],
+                            },
+                        )
+                    )
             elif data.oriented(a, b) == (a, b):
                 papers = pairs[a][b]
                 kinds = (data.nodes[a]["type"], data.nodes[b]["type"])
-                edges.append((a, b, {"predicate": _PAIR_PREDICATE.get(kinds, CO_OCCURS),
-                                     "weight": len(papers), "papers": list(papers)}))
+                edges.append(
+                    (
+                        a,
+                        b,
+                        {
+                            "predicate": _PAIR_PREDICATE.get(kinds, CO_OCCURS),
+                            "weight": len(papers),
+                            "papers": list(papers),
+                        },
+                    )
+                )
 
     graph = nx.DiGraph()
     graph.graph.update(
@@ -458,17 +474,19 @@ def node_details(store: GraphStore, focus: str) -> dict[str, Any]:
         label = clean_text(entity[0].get("label") or "") if entity else ""
         details.update(
             type=local_name(entity[0]["type"]) if entity else "Entity",
-            id=iri[len(ID_PREFIX):] if iri.startswith(ID_PREFIX) else iri,
+            id=iri[len(ID_PREFIX) :] if iri.startswith(ID_PREFIX) else iri,
             label=label or local_name(iri),
-            aliases=sorted({clean_text(r["alias"]) for r in run(store, "aliases", node=node)}
-                           - {label}),
+            aliases=sorted(
+                {clean_text(r["alias"]) for r in run(store, "aliases", node=node)} - {label}
+            ),
             papers=[
                 {
                     "iri": r["paper"],
                     "id": r.get("id") or local_name(r["paper"]),
                     "title": clean_text(r["title"]) if r.get("title") else None,
-                    "label": paper_label(r.get("title"), r.get("snippet"),
-                                         r.get("id") or local_name(r["paper"])),
+                    "label": paper_label(
+                        r.get("title"), r.get("snippet"), r.get("id") or local_name(r["paper"])
+                    ),
                     "snippet": _snippet(r.get("snippet") or ""),
                     "predicate": local_name(r["predicate"]),
                 }

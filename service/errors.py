@@ -24,6 +24,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
+from kg.read.base import ReadError
 from kg.store import StoreError
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -203,9 +204,21 @@ async def _on_store_error(request: Request, exc: Exception) -> Response:
     # service is unavailable, which is not the client's fault nor a bug here.
     log.warning("store unavailable on %s %s: %s", request.method, request.url.path, exc)
     return problem_response(
-        503, f"the store is unavailable: {exc}", slug=Unavailable.slug, instance=request.url.path,
+        503,
+        f"the store is unavailable: {exc}",
+        slug=Unavailable.slug,
+        instance=request.url.path,
         headers={"Retry-After": "5"},
     )
+
+
+async def _on_read_error(request: Request, exc: Exception) -> Response:
+    # A value the read model (kg.read) refused: the client's 422, naming the parameter.
+    assert isinstance(exc, ReadError)
+    problem = InvalidParameter(
+        str(exc), errors=[{"parameter": exc.parameter, "in": exc.where, "message": exc.message}]
+    )
+    return await _on_problem(request, problem)
 
 
 async def _on_unhandled(request: Request, exc: Exception) -> Response:
@@ -220,4 +233,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _on_validation)
     app.add_exception_handler(StarletteHTTPException, _on_http)
     app.add_exception_handler(StoreError, _on_store_error)
+    app.add_exception_handler(ReadError, _on_read_error)
     app.add_exception_handler(Exception, _on_unhandled)

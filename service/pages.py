@@ -17,6 +17,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
+from kg import schema
 from kg.queries import MAX_STRING
 from kg.store import GraphStore
 from kg.vocab import paper_graph
@@ -35,15 +36,14 @@ from service.rest_data import (
 
 router = APIRouter()
 
-_STYLE = """
+_STYLE_TEMPLATE = """
 body { font: 16px/1.5 system-ui, sans-serif; max-width: 56rem; margin: 2rem auto; padding: 0 1rem;
        color: #222; }
 h1 { font-size: 1.5rem; margin-bottom: .2rem; }
 .meta { color: #666; font-size: .9rem; }
 .abstract { background: #fafafa; border-left: 3px solid #ccc; padding: .5rem 1rem; }
 mark { border-radius: 3px; padding: 0 2px; }
-mark.task { background: #ffe8a3; } mark.method { background: #c8e6ff; }
-mark.dataset { background: #d4f5d0; } mark.metric { background: #f3d4f5; }
+{marks}
 mark a { color: inherit; text-decoration: none; }
 table { border-collapse: collapse; width: 100%; font-size: .9rem; }
 td, th { border-bottom: 1px solid #eee; padding: .25rem .5rem; text-align: left;
@@ -51,12 +51,16 @@ td, th { border-bottom: 1px solid #eee; padding: .25rem .5rem; text-align: left;
 .count { color: #666; }
 """
 
-_GROUP_TITLES = (
-    ("tasks", "Tasks"),
-    ("proposed_methods", "Proposed methods"),
-    ("methods", "Methods used"),
-    ("datasets", "Datasets"),
-    ("metrics", "Metrics"),
+_STYLE = _STYLE_TEMPLATE.replace(
+    "{marks}",
+    " ".join(f"mark.{k.segment} {{ background: {k.highlight}; }}" for k in schema.ENTITY_TYPES),
+)
+
+# A paper's lists, each kind's proposed entities first (kg.schema).
+_GROUP_TITLES = tuple(
+    (r.key, r.title)
+    for k in schema.ENTITY_TYPES
+    for r in sorted(k.relations, key=lambda r: not r.proposed)
 )
 
 
@@ -71,7 +75,7 @@ def _page(title: str, body: str, *, alternates: list[tuple[str, str]]) -> str:
         for href, media in alternates
     )
     return (
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title>\n{links}\n<style>{_STYLE}</style></head>\n"
         f"<body>\n{body}\n</body></html>\n"
     )
@@ -157,7 +161,7 @@ def paper_page(paper: dict[str, Any], *, path: str, json_href: str) -> str:
 
 
 def entity_page(entity: dict[str, Any], *, path: str, json_href: str) -> str:
-    """The HTML page of a task, method, dataset or metric."""
+    """The HTML page of a research entity."""
     label = entity.get("label") or entity["key"]
     formats, alternates = _formats(path, json_href)
     parts = [
@@ -170,7 +174,7 @@ def entity_page(entity: dict[str, Any], *, path: str, json_href: str) -> str:
     lis = "".join(
         f'<li><a href="/id/paper/{escape(quote(p["id"], safe=""))}">'
         f'{escape(p.get("title") or p["id"])}</a> <span class="count">'
-        f'({escape(", ".join(p.get("relations", [])))})</span></li>'
+        f"({escape(', '.join(p.get('relations', [])))})</span></li>"
         for p in papers
     )
     parts.append(f"<h2>Papers ({entity.get('paper_count', len(papers))})</h2><ul>{lis}</ul>")
@@ -191,8 +195,10 @@ def entity_page(entity: dict[str, Any], *, path: str, json_href: str) -> str:
 
 _DEREF_FORMATS = negotiation.GRAPH_FORMATS[:4]  # Turtle, N-Triples, RDF/XML, JSON-LD
 _DEREF_RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {"description": "The resource as HTML, Turtle, N-Triples, RDF/XML or JSON-LD",
-          "content": {"text/html": {}, "text/turtle": {}, "application/ld+json": {}}},
+    200: {
+        "description": "The resource as HTML, Turtle, N-Triples, RDF/XML or JSON-LD",
+        "content": {"text/html": {}, "text/turtle": {}, "application/ld+json": {}},
+    },
     303: {"description": "`Accept: application/json` (or `format=json`): see the REST resource"},
     404: {"description": "Not in the graph"},
     406: {"description": "No acceptable representation"},
@@ -224,13 +230,21 @@ def _representation(request: Request, format: str | None) -> str | negotiation.F
     # parse_accept reads application/json as SPARQL results JSON: here it means our JSON.
     if negotiation.quality(ranges, "application/sparql-results+json") > 0:
         return "json"
-    raise NotAcceptable("available: text/html, text/turtle, application/n-triples, "
-                        "application/rdf+xml, application/ld+json, application/json")
+    raise NotAcceptable(
+        "available: text/html, text/turtle, application/n-triples, "
+        "application/rdf+xml, application/ld+json, application/json"
+    )
 
 
 def _deref(
-    request: Request, store: GraphStore, format: str | None, *, path: str, json_href: str,
-    html: Any, describe: tuple[str, dict[str, object]],
+    request: Request,
+    store: GraphStore,
+    format: str | None,
+    *,
+    path: str,
+    json_href: str,
+    html: Any,
+    describe: tuple[str, dict[str, object]],
 ) -> Response:
     wanted = _representation(request, format)
     headers = {"Vary": "Accept", "Link": alternates(path, json_href)}
@@ -249,8 +263,13 @@ def _deref(
     return Response(body, media_type=wanted.media_type, headers=headers)
 
 
-@router.get("/id/paper/{paper_id:path}", tags=["linked data"], summary="Dereference a paper IRI",
-            response_class=Response, responses=_DEREF_RESPONSES)
+@router.get(
+    "/id/paper/{paper_id:path}",
+    tags=["linked data"],
+    summary="Dereference a paper IRI",
+    response_class=Response,
+    responses=_DEREF_RESPONSES,
+)
 def deref_paper(
     paper_id: Annotated[str, Path(max_length=MAX_STRING)],
     request: Request,
@@ -267,14 +286,23 @@ def deref_paper(
     path = "/id/paper/" + quote(paper_id, safe="")
     json_href = paper_href(paper_id)
     return _deref(
-        request, store, format, path=path, json_href=json_href,
+        request,
+        store,
+        format,
+        path=path,
+        json_href=json_href,
         html=lambda: paper_page(detail, path=path, json_href=json_href),
         describe=("describe-paper", {"graph": paper_graph(paper_id)}),
     )
 
 
-@router.get("/id/{type}/{key:path}", tags=["linked data"], summary="Dereference an entity IRI",
-            response_class=Response, responses=_DEREF_RESPONSES)
+@router.get(
+    "/id/{type}/{key:path}",
+    tags=["linked data"],
+    summary="Dereference an entity IRI",
+    response_class=Response,
+    responses=_DEREF_RESPONSES,
+)
 def deref_entity(
     type: EntityKind,
     key: Annotated[str, Path(max_length=MAX_STRING)],
@@ -290,7 +318,11 @@ def deref_entity(
     path = f"/id/{type.value}/{quote(key, safe='')}"
     json_href = detail["href"]
     return _deref(
-        request, store, format, path=path, json_href=json_href,
+        request,
+        store,
+        format,
+        path=path,
+        json_href=json_href,
         html=lambda: entity_page(detail, path=path, json_href=json_href),
         describe=("describe-entity", {"entity": detail["iri"]}),
     )

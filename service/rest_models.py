@@ -5,14 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
+
+from kg import schema
 
 
 class EntityRef(BaseModel):
-    """A task, method, dataset or metric."""
+    """A research entity (:mod:`kg.schema` lists the types)."""
 
     iri: str
-    type: str = Field(description="task, method, dataset or metric")
+    type: str = Field(
+        description="The entity type's URL segment: "
+        + ", ".join(k.segment for k in schema.ENTITY_TYPES)
+    )
     key: str
     label: str | None = None
     href: str = Field(description="This entity in the REST API")
@@ -93,9 +98,7 @@ class ClaimWithPaper(ClaimOut):
     paper: PaperSummary
 
 
-class PaperDetail(BaseModel):
-    """Everything the graph holds about a paper; keys as in ``kg extract`` output."""
-
+class _PaperBase(BaseModel):
     id: str
     iri: str
     title: str | None = None
@@ -106,12 +109,15 @@ class PaperDetail(BaseModel):
     authors: list[str] = []
     keywords: list[str] = []
     extractor_version: str | None = None
-    tasks: list[PaperEntity] = []
-    methods: list[PaperEntity] = []
-    proposed_methods: list[PaperEntity] = []
-    datasets: list[PaperEntity] = []
-    metrics: list[PaperEntity] = []
-    claims: list[ClaimOut] = []
+
+
+PaperDetail = create_model(  # type: ignore[call-overload]
+    "PaperDetail",
+    __base__=_PaperBase,
+    __doc__="Everything the graph holds about a paper; keys as in ``kg extract`` output.",
+    **{r.key: (list[PaperEntity], []) for _, r in schema.groups()},
+    claims=(list[ClaimOut], []),
+)
 
 
 class Page(BaseModel):
@@ -146,13 +152,11 @@ class EntityPaper(PaperSummary):
     relations: list[str]
 
 
-class Related(BaseModel):
-    """Entities that share papers with an entity, most shared first."""
-
-    tasks: list[EntityCount] = []
-    methods: list[EntityCount] = []
-    datasets: list[EntityCount] = []
-    metrics: list[EntityCount] = []
+Related = create_model(  # type: ignore[call-overload]
+    "Related",
+    __doc__="Entities that share papers with an entity, most shared first.",
+    **{k.plural: (list[EntityCount], []) for k in schema.ENTITY_TYPES},
+)
 
 
 class EntityDetail(EntityRef):
@@ -175,7 +179,7 @@ class SearchResult(BaseModel):
 
 
 class Stats(BaseModel):
-    counts: dict[str, int] = Field(description="Papers, tasks, methods, datasets, metrics, claims")
+    counts: dict[str, int] = Field(description="Papers, entities of each type, claims")
     top_tasks: list[EntityCount]
     top_methods: list[EntityCount]
 
@@ -204,7 +208,7 @@ class RecordResult(BaseModel):
     id: str | None = None
     status: str = Field(
         description="added, updated, unchanged, duplicate, rejected (bad record) or failed "
-                    "(the extractor failed on it: a server-side error, logged)"
+        "(the extractor failed on it: a server-side error, logged)"
     )
     reason: str | None = None
     href: str | None = None
@@ -220,4 +224,3 @@ class IngestResponse(BaseModel):
     duplicates: int
     rejected: int
     results: list[RecordResult]
-

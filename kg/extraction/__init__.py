@@ -3,8 +3,22 @@
 ``Extractor`` runs the spaCy pipeline (see :mod:`kg.extraction.components`)
 over a stream of records; ``extract_batch`` is the same for a distributed
 engine. ``EXTRACTOR_VERSION`` changes whenever the output would.
+
+The names are imported on first use: the spaCy-free modules of this package
+(:mod:`kg.extraction.canonical`, the patterns) must not load spaCy into
+processes that only read the graph, such as the web service.
 """
 
-from kg.extraction.extractor import EXTRACTOR_VERSION, Extractor, build_pipeline, extract_batch
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __all__ = ["EXTRACTOR_VERSION", "Extractor", "build_pipeline", "extract_batch"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        module = importlib.import_module("kg.extraction.extractor")
+        return getattr(module, name)
+    raise AttributeError(f"module 'kg.extraction' has no attribute {name!r}")

@@ -11,15 +11,26 @@
 (function () {
   "use strict";
 
-  // Mirrors kg.exporters.TYPE_COLOURS.
-  const TYPES = ["Paper", "Task", "Method", "Dataset", "Metric"];
-  const COLOURS = {
-    Paper: "#8c96a8", Task: "#e4572e", Method: "#2e86ab", Dataset: "#3bb273", Metric: "#f0a202",
-  };
-  const PREDICATES = {
-    addressesTask: "addresses", proposesMethod: "proposes", usesMethod: "uses",
-    evaluatesOn: "evaluates on", reportsMetric: "reports",
-  };
+  // Filled from GET /schema (kg.schema) before anything is drawn: node types,
+  // their colours and the labels of paper → entity relations.
+  const TYPES = [];
+  const COLOURS = {};
+  const PREDICATES = {};
+
+  function badgeStyle(type) {
+    return COLOURS[type] ? `background:${COLOURS[type]}` : null;
+  }
+
+  async function loadSchema() {
+    const schema = await getJSON("/schema");
+    TYPES.splice(0, TYPES.length, schema.paper.name, ...schema.entity_types.map((t) => t.name));
+    COLOURS[schema.paper.name] = schema.paper.colour;
+    for (const type of schema.entity_types) {
+      COLOURS[type.name] = type.colour;
+      for (const relation of type.relations) PREDICATES[relation.name] = relation.label;
+    }
+    state.types = new Set(TYPES);
+  }
 
   const $ = (id) => document.getElementById(id);
   const state = {
@@ -317,7 +328,7 @@
       return;
     }
     const parts = [
-      el("span", { class: "badge " + node.type }, node.type),
+      el("span", { class: "badge " + node.type, style: badgeStyle(node.type) }, node.type),
       el("h1", { id: "panel-label" }, node.title || node.label),
       el("div", { class: "iri" }, node.iri),
     ];
@@ -346,7 +357,7 @@
         node.entities.map((e) => el("li", {
           title: (PREDICATES[e.predicate] || e.predicate) + " · " + e.iri,
           onclick: () => pick(e.iri, e.type),
-        }, el("span", { class: "badge " + e.type }, e.label)))));
+        }, el("span", { class: "badge " + e.type, style: badgeStyle(e.type) }, e.label)))));
     }
     if (node.papers && node.papers.length) {
       parts.push(el("h3", {}, `Papers (${node.papers.length})`), el("ul", { class: "papers" },
@@ -397,7 +408,7 @@
         "data-iri": r.iri,
         onmousedown: (event) => { event.preventDefault(); choose(i); },
       },
-      el("span", { class: "badge " + r.type }, r.type),
+      el("span", { class: "badge " + r.type, style: badgeStyle(r.type) }, r.type),
       el("span", { class: "label", title: r.match }, r.label),
       r.type !== "Paper" ? el("span", { class: "count" }, r.papers + (r.papers === 1 ? " paper" : " papers")) : null)));
     }
@@ -527,6 +538,7 @@
   }
 
   async function start() {
+    await loadSchema();
     buildLegend();
     readUrl();
     wire();
