@@ -344,11 +344,8 @@ def build_graph(
     def neighbours(n: str) -> Iterable[str]:
         if bipartite:
             return (m for m in data.neighbours(n) if wanted(m))
-        return (
-            m
-            for m, papers in pairs.get(n, {}).items()
-            if len(papers) >= request.min_support and wanted(m)
-        )
+        return (m for m, papers in pairs.get(n, {}).items()
+                if len(papers) >= request.min_support and wanted(m))
 
     # 1. What to draw: the focus's neighbourhood, or every wanted node.
     distance: dict[str, int] = {}
@@ -378,7 +375,6 @@ def build_graph(
     total = len(keep)
     truncated = request.limit is not None and total > request.limit
     if truncated:
-
         def rank(n: str) -> tuple[int, int, int, str]:
             degree = len(adjacent[n])
             support = degree if data.nodes[n]["type"] == "Paper" else data.nodes[n]["paper_count"]
@@ -392,31 +388,13 @@ def build_graph(
         for b in sorted(adjacent[a] & keep):
             if bipartite:
                 if data.nodes[a]["type"] == "Paper":
-                    edges.append(
-                        (
-                            a,
-                            b,
-                            {
-                                "predicate": " ".join(sorted(data.links[a, b])),
-                                "weight": 1,
-                                "papers": [a],
-                            },
-                        )
-                    )
+                    edges.append((a, b, {"predicate": " ".join(sorted(data.links[a, b])),
+                                         "weight": 1, "papers": [a]}))
             elif data.oriented(a, b) == (a, b):
                 papers = pairs[a][b]
                 kinds = (data.nodes[a]["type"], data.nodes[b]["type"])
-                edges.append(
-                    (
-                        a,
-                        b,
-                        {
-                            "predicate": _PAIR_PREDICATE.get(kinds, CO_OCCURS),
-                            "weight": len(papers),
-                            "papers": list(papers),
-                        },
-                    )
-                )
+                edges.append((a, b, {"predicate": _PAIR_PREDICATE.get(kinds, CO_OCCURS),
+                                     "weight": len(papers), "papers": list(papers)}))
 
     graph = nx.DiGraph()
     graph.graph.update(
@@ -474,19 +452,17 @@ def node_details(store: GraphStore, focus: str) -> dict[str, Any]:
         label = clean_text(entity[0].get("label") or "") if entity else ""
         details.update(
             type=local_name(entity[0]["type"]) if entity else "Entity",
-            id=iri[len(ID_PREFIX) :] if iri.startswith(ID_PREFIX) else iri,
+            id=iri[len(ID_PREFIX):] if iri.startswith(ID_PREFIX) else iri,
             label=label or local_name(iri),
-            aliases=sorted(
-                {clean_text(r["alias"]) for r in run(store, "aliases", node=node)} - {label}
-            ),
+            aliases=sorted({clean_text(r["alias"]) for r in run(store, "aliases", node=node)}
+                           - {label}),
             papers=[
                 {
                     "iri": r["paper"],
                     "id": r.get("id") or local_name(r["paper"]),
                     "title": clean_text(r["title"]) if r.get("title") else None,
-                    "label": paper_label(
-                        r.get("title"), r.get("snippet"), r.get("id") or local_name(r["paper"])
-                    ),
+                    "label": paper_label(r.get("title"), r.get("snippet"),
+                                         r.get("id") or local_name(r["paper"])),
                     "snippet": _snippet(r.get("snippet") or ""),
                     "predicate": local_name(r["predicate"]),
                 }

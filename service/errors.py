@@ -204,10 +204,7 @@ async def _on_store_error(request: Request, exc: Exception) -> Response:
     # service is unavailable, which is not the client's fault nor a bug here.
     log.warning("store unavailable on %s %s: %s", request.method, request.url.path, exc)
     return problem_response(
-        503,
-        f"the store is unavailable: {exc}",
-        slug=Unavailable.slug,
-        instance=request.url.path,
+        503, f"the store is unavailable: {exc}", slug=Unavailable.slug, instance=request.url.path,
         headers={"Retry-After": "5"},
     )
 

@@ -75,7 +75,7 @@ def _page(title: str, body: str, *, alternates: list[tuple[str, str]]) -> str:
         for href, media in alternates
     )
     return (
-        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{escape(title)}</title>\n{links}\n<style>{_STYLE}</style></head>\n"
         f"<body>\n{body}\n</body></html>\n"
     )
@@ -174,7 +174,7 @@ def entity_page(entity: dict[str, Any], *, path: str, json_href: str) -> str:
     lis = "".join(
         f'<li><a href="/id/paper/{escape(quote(p["id"], safe=""))}">'
         f'{escape(p.get("title") or p["id"])}</a> <span class="count">'
-        f"({escape(', '.join(p.get('relations', [])))})</span></li>"
+        f'({escape(", ".join(p.get("relations", [])))})</span></li>'
         for p in papers
     )
     parts.append(f"<h2>Papers ({entity.get('paper_count', len(papers))})</h2><ul>{lis}</ul>")
@@ -195,10 +195,8 @@ def entity_page(entity: dict[str, Any], *, path: str, json_href: str) -> str:
 
 _DEREF_FORMATS = negotiation.GRAPH_FORMATS[:4]  # Turtle, N-Triples, RDF/XML, JSON-LD
 _DEREF_RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {
-        "description": "The resource as HTML, Turtle, N-Triples, RDF/XML or JSON-LD",
-        "content": {"text/html": {}, "text/turtle": {}, "application/ld+json": {}},
-    },
+    200: {"description": "The resource as HTML, Turtle, N-Triples, RDF/XML or JSON-LD",
+          "content": {"text/html": {}, "text/turtle": {}, "application/ld+json": {}}},
     303: {"description": "`Accept: application/json` (or `format=json`): see the REST resource"},
     404: {"description": "Not in the graph"},
     406: {"description": "No acceptable representation"},
@@ -230,21 +228,13 @@ def _representation(request: Request, format: str | None) -> str | negotiation.F
     # parse_accept reads application/json as SPARQL results JSON: here it means our JSON.
     if negotiation.quality(ranges, "application/sparql-results+json") > 0:
         return "json"
-    raise NotAcceptable(
-        "available: text/html, text/turtle, application/n-triples, "
-        "application/rdf+xml, application/ld+json, application/json"
-    )
+    raise NotAcceptable("available: text/html, text/turtle, application/n-triples, "
+                        "application/rdf+xml, application/ld+json, application/json")
 
 
 def _deref(
-    request: Request,
-    store: GraphStore,
-    format: str | None,
-    *,
-    path: str,
-    json_href: str,
-    html: Any,
-    describe: tuple[str, dict[str, object]],
+    request: Request, store: GraphStore, format: str | None, *, path: str, json_href: str,
+    html: Any, describe: tuple[str, dict[str, object]],
 ) -> Response:
     wanted = _representation(request, format)
     headers = {"Vary": "Accept", "Link": alternates(path, json_href)}
@@ -263,13 +253,8 @@ def _deref(
     return Response(body, media_type=wanted.media_type, headers=headers)
 
 
-@router.get(
-    "/id/paper/{paper_id:path}",
-    tags=["linked data"],
-    summary="Dereference a paper IRI",
-    response_class=Response,
-    responses=_DEREF_RESPONSES,
-)
+@router.get("/id/paper/{paper_id:path}", tags=["linked data"], summary="Dereference a paper IRI",
+            response_class=Response, responses=_DEREF_RESPONSES)
 def deref_paper(
     paper_id: Annotated[str, Path(max_length=MAX_STRING)],
     request: Request,
@@ -286,23 +271,14 @@ def deref_paper(
     path = "/id/paper/" + quote(paper_id, safe="")
     json_href = paper_href(paper_id)
     return _deref(
-        request,
-        store,
-        format,
-        path=path,
-        json_href=json_href,
+        request, store, format, path=path, json_href=json_href,
         html=lambda: paper_page(detail, path=path, json_href=json_href),
         describe=("describe-paper", {"graph": paper_graph(paper_id)}),
     )
 
 
-@router.get(
-    "/id/{type}/{key:path}",
-    tags=["linked data"],
-    summary="Dereference an entity IRI",
-    response_class=Response,
-    responses=_DEREF_RESPONSES,
-)
+@router.get("/id/{type}/{key:path}", tags=["linked data"], summary="Dereference an entity IRI",
+            response_class=Response, responses=_DEREF_RESPONSES)
 def deref_entity(
     type: EntityKind,
     key: Annotated[str, Path(max_length=MAX_STRING)],
@@ -318,11 +294,7 @@ def deref_entity(
     path = f"/id/{type.value}/{quote(key, safe='')}"
     json_href = detail["href"]
     return _deref(
-        request,
-        store,
-        format,
-        path=path,
-        json_href=json_href,
+        request, store, format, path=path, json_href=json_href,
         html=lambda: entity_page(detail, path=path, json_href=json_href),
         describe=("describe-entity", {"entity": detail["iri"]}),
     )

@@ -11,13 +11,10 @@ from kg import schema
 
 
 class EntityRef(BaseModel):
-    """A research entity (:mod:`kg.schema` lists the types)."""
+    """A research entity (``GET /schema`` lists the types)."""
 
     iri: str
-    type: str = Field(
-        description="The entity type's URL segment: "
-        + ", ".join(k.segment for k in schema.ENTITY_TYPES)
-    )
+    type: str = Field(description="The type's URL segment (GET /schema lists them)")
     key: str
     label: str | None = None
     href: str = Field(description="This entity in the REST API")
@@ -208,7 +205,7 @@ class RecordResult(BaseModel):
     id: str | None = None
     status: str = Field(
         description="added, updated, unchanged, duplicate, rejected (bad record) or failed "
-        "(the extractor failed on it: a server-side error, logged)"
+                    "(the extractor failed on it: a server-side error, logged)"
     )
     reason: str | None = None
     href: str | None = None
@@ -224,3 +221,4 @@ class IngestResponse(BaseModel):
     duplicates: int
     rejected: int
     results: list[RecordResult]
+
