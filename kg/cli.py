@@ -18,7 +18,7 @@ from pyoxigraph import QueryBoolean, QueryResultsFormat, QuerySolutions, RdfForm
 
 from kg import __version__, schema
 from kg.resources import queries_dir, sample_corpus
-from kg.store import DEFAULT_STORE, GraphStore, StoreError, open_store
+from kg.store import DEFAULT_STORE, GraphStore, StoreError, is_remote, open_reader, open_store
 
 STORE_OPTION = click.option(
     "--store",
@@ -32,6 +32,14 @@ STORE_OPTION = click.option(
 def _fail(message: str) -> None:
     click.echo(f"kg: error: {message}", err=True)
     sys.exit(2)
+
+
+def _open_reader(location: str) -> GraphStore:
+    try:
+        return open_reader(location)
+    except StoreError as exc:
+        _fail(str(exc))
+        raise  # unreachable; keeps type checkers calm
 
 
 def _open(location: str, *, read_only: bool = False) -> GraphStore:
@@ -245,7 +253,7 @@ def query(sparql: str | None, file: Path | None, fmt: str, store: str) -> None:
         sparql = file.read_text(encoding="utf-8")
     if not sparql:
         _fail("give a query, or -f FILE.rq")
-    graph = _open(store, read_only=not store.startswith("http"))
+    graph = _open_reader(store)
     try:
         result = graph.query(sparql)
     except SyntaxError as exc:
@@ -292,7 +300,7 @@ def _print_table(solutions: QuerySolutions) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def stats(store: str, as_json: bool) -> None:
     """Counts per class and the number of triples."""
-    graph = _open(store, read_only=not store.startswith("http"))
+    graph = _open_reader(store)
     sparql = (queries_dir() / "class-counts.rq").read_text(encoding="utf-8")
     counts = {
         s["class"].value.rsplit("#", 1)[-1]: int(s["count"].value) for s in graph.query(sparql)
@@ -327,7 +335,7 @@ _RDF_FORMATS = {
 @STORE_OPTION
 def export(fmt: str, out: Path | None, store: str) -> None:
     """Dump the store as RDF (triple formats get the union of all graphs)."""
-    graph = _open(store, read_only=not store.startswith("http"))
+    graph = _open_reader(store)
     if out is None:
         graph.dump(sys.stdout.buffer, _RDF_FORMATS[fmt])
         return
@@ -346,7 +354,7 @@ def validate(store: str, max_report: int) -> None:
     """Validate the graph against ontology/shapes.ttl (exit 1 on any violation)."""
     from kg.validation import validate_store
 
-    graph = _open(store, read_only=not store.startswith("http"))
+    graph = _open_reader(store)
     result = validate_store(graph)
     for line in result.violations[:max_report]:
         click.echo(line)
@@ -417,7 +425,7 @@ def graph(
             limit=limit,
             projection=projection,
         )  # type: ignore[arg-type]
-        drawn = build_graph(_open(store, read_only=not store.startswith("http")), request)
+        drawn = build_graph(_open_reader(store), request)
     except GraphViewError as exc:
         _fail(f"--{exc.param.replace('_', '-')}: {exc}")
         return
@@ -541,7 +549,7 @@ def serve(
         overrides["cors_origins"] = cors_origins
     if service_allowlist:
         overrides["service_allowlist"] = service_allowlist
-    remote = store.startswith(("http://", "https://"))
+    remote = is_remote(store)
     if workers > 1 and not remote:
         overrides["read_only"] = True  # RocksDB allows one writer: every worker reads only
     try:

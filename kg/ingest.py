@@ -165,8 +165,7 @@ def ingest_items(
         if len(pending) + len(pending_new) >= write_batch:
             flush()
     flush()
-    if hasattr(store, "flush"):
-        store.flush()
+    store.flush()
     report.quads_after = len(store)
     report.seconds = time.perf_counter() - started
     return report

@@ -64,7 +64,7 @@ from pyoxigraph import (
 
 from kg.mapping import ENTITIES_GRAPH, PaperQuads
 from kg.resources import ontology_dir, queries_dir
-from kg.store import QueryResult, StoreError, Term, _label_quads, _sha
+from kg.store_common import QueryResult, StoreError, Term, merge_labels, sha256
 from kg.vocab import (
     KG,
     ONTOLOGY_GRAPH,
@@ -156,11 +156,15 @@ class RemoteStore:
         substitutions: dict[str, Term] | None = None,
         default_graph: Sequence[str] | None = None,
         named_graphs: Sequence[str] | None = None,
+        base_iri: str | None = None,
     ) -> QueryResult:
         """Run a query on the server; the result has the embedded store's types."""
         if substitutions:
             names = list(substitutions)
             sparql = inject_values(sparql, names, [[substitutions[n] for n in names]])
+        if base_iri is not None:
+            # The protocol has no base IRI parameter: a BASE declaration may lead the prologue.
+            sparql = f"BASE {NamedNode(base_iri)}\n{sparql}"
         response = self._check(self._send(
             "POST", self.query_url,
             params=self._dataset_params(default_graph, named_graphs),
@@ -213,7 +217,7 @@ class RemoteStore:
         """
         self._check_writable()
         entity_quads = [q for p in papers for q in p.entities]
-        entity_quads.extend(_label_quads(self, papers))
+        entity_quads.extend(merge_labels(self, papers))
         if entity_quads:
             self._post_graph(ENTITIES_GRAPH, [q.triple for q in entity_quads])
         for paper in papers:
@@ -267,6 +271,15 @@ class RemoteStore:
             return
         serialize(parse(response.content, RdfFormat.N_QUADS), output, fmt, prefixes=PREFIXES)
 
+    def flush(self) -> None:
+        """Nothing to do: the server made each write durable before answering."""
+
+    def optimize(self) -> None:
+        """Nothing to do: compaction is the server's business."""
+
+    def native(self) -> Store | None:
+        return None
+
     def close(self) -> None:
         """Close the HTTP connections (the server keeps running)."""
         self._http.close()
@@ -276,7 +289,7 @@ class RemoteStore:
     def ensure_ontology(self) -> None:
         """Load ``ontology/kg.ttl`` into its graph unless this version is already there."""
         source = (ontology_dir() / "kg.ttl").read_bytes()
-        digest = _sha(source)
+        digest = sha256(source)
         marker = self.query(_named_query("ontology-marker"),
                             substitutions={"hash": Literal(digest)})
         if bool(marker):

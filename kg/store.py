@@ -17,94 +17,43 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Protocol, runtime_checkable
+from typing import IO
 
 from pyoxigraph import (
     DefaultGraph,
     Literal,
     NamedNode,
     Quad,
-    QueryBoolean,
-    QuerySolutions,
-    QueryTriples,
     RdfFormat,
     Store,
     serialize,
 )
 
-from kg.mapping import ENTITIES_GRAPH, PaperQuads, label_quads
+from kg.mapping import ENTITIES_GRAPH, PaperQuads
 from kg.resources import ontology_dir, queries_dir
+from kg.store_common import (
+    DEFAULT_STORE,
+    GraphStore,
+    QueryResult,
+    StoreError,
+    Term,
+    is_remote,
+    merge_labels,
+    sha256,
+)
 from kg.vocab import KG, ONTOLOGY_GRAPH, PREFIXES, SKOS, paper_graph, paper_id_from_graph, paper_iri
 
-QueryResult = QuerySolutions | QueryBoolean | QueryTriples
-Term = NamedNode | Literal
-"""A value that can be bound into a query."""
-
-DEFAULT_STORE = (
-    Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share")) / "mlkg" / "store"
-)
-"""Where the embedded store lives unless ``--store`` or ``KG_STORE`` says otherwise."""
-
-
-class StoreError(Exception):
-    """The store could not be opened or written."""
-
-
-@runtime_checkable
-class GraphStore(Protocol):
-    """What the CLI and the service need from a store."""
-
-    location: str
-    read_only: bool
-
-    def query(
-        self,
-        sparql: str,
-        *,
-        substitutions: dict[str, Term] | None = None,
-        default_graph: Sequence[str] | None = None,
-        named_graphs: Sequence[str] | None = None,
-    ) -> QueryResult:
-        """Run a SPARQL query. The default graph is the union of all graphs unless
-        ``default_graph`` names graphs; ``substitutions`` pre-binds variables."""
-        ...
-
-    def update(self, sparql: str) -> None:
-        """Run a SPARQL update (the service checks authorisation and LOAD first)."""
-        ...
-
-    def paper_hashes(self, ids: Sequence[str]) -> dict[str, str]:
-        """The stored content hash of each of these papers that is stored whole."""
-        ...
-
-    def preferred_labels(self, iris: Iterable[str]) -> dict[str, str]:
-        """The ``skos:prefLabel`` of each of these entities that has one."""
-        ...
-
-    def write_papers(self, papers: Sequence[PaperQuads], *, new: bool = False) -> None:
-        """Write (replace) these papers' graphs. ``new``: none of them is stored yet,
-        so the bulk loader may be used."""
-        ...
-
-    def delete_paper(self, paper_id: str) -> bool:
-        """Remove a paper's graph; False when there was none."""
-        ...
-
-    def paper_ids(self) -> Iterator[str]:
-        """Ids of every stored paper."""
-        ...
-
-    def __len__(self) -> int:
-        """The number of quads."""
-        ...
-
-    def dump(self, output: IO[bytes], fmt: RdfFormat) -> None:
-        """Write the whole dataset (or, for triple formats, the union graph)."""
-        ...
-
-    def close(self) -> None:
-        """Release the store."""
-        ...
+__all__ = [
+    "DEFAULT_STORE",
+    "EmbeddedStore",
+    "GraphStore",
+    "QueryResult",
+    "StoreError",
+    "Term",
+    "is_remote",
+    "open_reader",
+    "open_store",
+]
 
 
 def open_store(
@@ -112,11 +61,18 @@ def open_store(
 ) -> GraphStore:
     """Open the store at a directory (embedded) or an ``http(s)://`` URL (remote)."""
     target = str(location) if location else os.environ.get("KG_STORE") or str(DEFAULT_STORE)
-    if target.startswith(("http://", "https://")):
+    if is_remote(target):
         from kg.remote import RemoteStore
 
         return RemoteStore(target, read_only=read_only)
     return EmbeddedStore(Path(target), read_only=read_only)
+
+
+def open_reader(location: str | os.PathLike[str] | None = None) -> GraphStore:
+    """A store opened for reading: an embedded one read-only (so a running
+    server's writer is not locked out), a remote one as it is."""
+    target = str(location) if location else os.environ.get("KG_STORE") or str(DEFAULT_STORE)
+    return open_store(target, read_only=not is_remote(target))
 
 
 def _graphs(iris: Sequence[str] | None) -> list[NamedNode | DefaultGraph] | None:
@@ -147,7 +103,10 @@ class EmbeddedStore:
 
     @property
     def raw(self) -> Store:
-        """The pyoxigraph store, for code that needs its own API (benchmarks, exports)."""
+        """The pyoxigraph store, for code that needs its own API (benchmarks, tests)."""
+        return self._store
+
+    def native(self) -> Store | None:
         return self._store
 
     def ensure_ontology(self) -> None:
@@ -156,7 +115,7 @@ class EmbeddedStore:
         marker = Quad(
             NamedNode("https://w3id.org/mlkg/ontology"),
             KG.contentHash,
-            Literal(_sha(source)),
+            Literal(sha256(source)),
             ONTOLOGY_GRAPH,
         )
         if marker in self._store:
@@ -174,6 +133,7 @@ class EmbeddedStore:
         substitutions: dict[str, Term] | None = None,
         default_graph: Sequence[str] | None = None,
         named_graphs: Sequence[str] | None = None,
+        base_iri: str | None = None,
     ) -> QueryResult:
         from pyoxigraph import Variable
 
@@ -184,6 +144,7 @@ class EmbeddedStore:
             default_graph=_graphs(default_graph),
             named_graphs=_graphs(named_graphs),
             substitutions=subs,
+            base_iri=base_iri,
         )
 
     def update(self, sparql: str) -> None:
@@ -212,7 +173,7 @@ class EmbeddedStore:
     def write_papers(self, papers: Sequence[PaperQuads], *, new: bool = False) -> None:
         self._check_writable()
         entity_quads = [q for p in papers for q in p.entities]
-        entity_quads.extend(_label_quads(self, papers))
+        entity_quads.extend(merge_labels(self, papers))
         markers = [q for p in papers for q in p.paper if q.predicate == KG.contentHash]
         body = [q for p in papers for q in p.paper if q.predicate != KG.contentHash]
         if new and any(self._store.contains_named_graph(p.graph) for p in papers):
@@ -280,25 +241,3 @@ class EmbeddedStore:
     def _check_writable(self) -> None:
         if self.read_only:
             raise StoreError(f"the store at {self.path} is open read-only")
-
-
-def _label_quads(store: GraphStore, papers: Sequence[PaperQuads]) -> list[Quad]:
-    wanted = {iri for p in papers for iri in p.labels}
-    known = store.preferred_labels(wanted)
-    out: list[Quad] = []
-    for paper in papers:
-        fresh = {iri for iri in paper.labels if iri not in known}
-        for quad in label_quads(paper.labels, fresh):
-            known[quad.subject.value] = quad.object.value
-            out.append(quad)
-        # A paper that names a known entity differently adds its label as an alias.
-        for iri, label in paper.labels.items():
-            if iri not in fresh and known.get(iri) != label:
-                out.append(Quad(NamedNode(iri), SKOS.altLabel, Literal(label), ENTITIES_GRAPH))
-    return out
-
-
-def _sha(data: bytes) -> str:
-    import hashlib
-
-    return hashlib.sha256(data).hexdigest()

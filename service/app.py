@@ -15,17 +15,18 @@ import json
 import logging
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import IO, Any
 
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
+from pyoxigraph import RdfFormat, Store
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kg import __version__
-from kg.store import GraphStore, StoreError, open_store
+from kg.store import GraphStore, QueryResult, StoreError, is_remote, open_store
 from service import api, graph, gsp, sparql
 from service.deps import get_store
 from service.errors import Unavailable, install_error_handlers
@@ -38,14 +39,40 @@ log = logging.getLogger("kg.service")
 class TrackedStore:
     """The store, wrapped so every write through it tells the query workers to reopen.
 
-    Anything not overridden is passed through, so routers use it like the store itself."""
+    Reads go straight to the wrapped store: it is a :class:`GraphStore` itself."""
 
     def __init__(self, store: GraphStore, on_write: Callable[[], None]) -> None:
         self._store = store
         self._on_write = on_write
+        self.location = store.location
+        self.read_only = store.read_only
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
+    def query(self, sparql: str, **kwargs: Any) -> QueryResult:
+        return self._store.query(sparql, **kwargs)
+
+    def paper_hashes(self, ids: Sequence[str]) -> dict[str, str]:
+        return self._store.paper_hashes(ids)
+
+    def preferred_labels(self, iris: Iterable[str]) -> dict[str, str]:
+        return self._store.preferred_labels(iris)
+
+    def paper_ids(self) -> Iterator[str]:
+        return self._store.paper_ids()
+
+    def dump(self, output: IO[bytes], fmt: RdfFormat) -> None:
+        self._store.dump(output, fmt)
+
+    def flush(self) -> None:
+        self._store.flush()
+
+    def optimize(self) -> None:
+        self._store.optimize()
+
+    def native(self) -> Store | None:
+        return self._store.native()
+
+    def close(self) -> None:
+        self._store.close()
 
     def __len__(self) -> int:
         return len(self._store)
@@ -73,11 +100,6 @@ class TrackedStore:
             self._written()
 
 
-def is_remote(location: str) -> bool:
-    """Whether the store is a remote SPARQL server rather than a directory."""
-    return location.startswith(("http://", "https://"))
-
-
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Open the store and the query pool; close them on shutdown."""
@@ -90,7 +112,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     pool: QueryPool | None = None
     if not is_remote(settings.store):
         # With a writer in this process, workers read checkpoints (see service.pool).
-        raw = getattr(store, "raw", None)
+        raw = store.native()
         snapshots = (
             Snapshots(raw, snapshot_root(settings.store))
             if raw is not None and not store.read_only

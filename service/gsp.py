@@ -66,7 +66,7 @@ def _target(request: Request) -> NamedNode | DefaultGraph | None:
 
 def _raw(request: Request) -> Any:
     store = get_store(request)
-    raw = getattr(store, "raw", None)
+    raw = store.native()
     if raw is None:
         raise Problem(
             "the Graph Store Protocol is only served over an embedded store",

@@ -391,7 +391,7 @@ async def update_endpoint(request: Request) -> Response:
 
 
 def _update(store: Any, text: str, base: str) -> None:
-    raw = getattr(store, "raw", None)
+    raw = store.native()
     if raw is not None:
         # The embedded store: pyoxigraph resolves relative IRIs against the endpoint.
         raw.update(text, base_iri=base)
