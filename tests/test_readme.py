@@ -4,6 +4,7 @@ every setting and command."""
 from __future__ import annotations
 
 import re
+from dataclasses import fields
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -34,6 +35,24 @@ def test_every_environment_variable_is_documented() -> None:
     names |= set(re.findall(r"envvar=\"(KG_[A-Z_]+)\"", (REPO / "kg" / "cli.py").read_text()))
     missing = sorted(n for n in names if n not in README)
     assert not missing, f"README does not document {missing}"
+
+
+def test_every_setting_is_documented_with_its_flag() -> None:
+    from kg.settings import Settings, env_name
+
+    rows = {
+        line.split("|")[1].strip(" `"): line
+        for line in README.splitlines()
+        if line.startswith("| `KG_")
+    }
+    for setting in fields(Settings):
+        if setting.name == "extra":
+            continue
+        env = env_name(setting)
+        assert env in rows, f"README's configuration table has no row for {env}"
+        flag = setting.metadata.get("flag")
+        if flag:
+            assert f"`{flag}`" in rows[env], f"README does not give {env}'s flag {flag}"
 
 
 def test_every_cli_command_is_documented() -> None:

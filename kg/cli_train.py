@@ -1,0 +1,134 @@
+"""``kg eval`` and ``kg train``: scoring and training the extractor."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from kg.cli_common import fail
+from kg.resources import sample_corpus
+
+
+@click.command(name="eval")
+@click.option(
+    "--gold",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Gold annotations (JSONL, shared/gold/GUIDELINES.md format).",
+)
+@click.option(
+    "--input",
+    "inputs",
+    multiple=True,
+    type=click.Path(path_type=str),
+    help="Abstract files holding the gold papers (default: the bundled sample).",
+)
+@click.option(
+    "--scierc",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A SciERC split (train/dev/test .jsonl) to score entity spans on.",
+)
+@click.option(
+    "--layer",
+    type=click.Choice(["typed", "ner", "entities"]),
+    default="typed",
+    show_default=True,
+    help="SciERC: recogniser spans typed by our rules, the recogniser alone, or "
+    "the extractor's final entities.",
+)
+@click.option("--verbose", "-v", is_flag=True, help="List errors per paper.")
+@click.option("--json", "as_json", is_flag=True, help="Print the scores as JSON.")
+def eval_(
+    gold: Path | None,
+    inputs: tuple[str, ...],
+    scierc: Path | None,
+    layer: str,
+    verbose: bool,
+    as_json: bool,
+) -> None:
+    """Score extraction against gold annotations or SciERC."""
+    from kg.evaluation import evaluate_gold, evaluate_scierc, scierc_table
+
+    if gold is None and scierc is None:
+        fail("give --gold FILE or --scierc FILE")
+    if gold is not None:
+        report = evaluate_gold(gold, list(inputs) or sample_corpus(), verbose=verbose)
+        if as_json:
+            data = report.to_json()
+            if not verbose:
+                data.pop("errors")
+            click.echo(json.dumps(data, indent=2))
+        else:
+            click.echo(report.table())
+            if verbose:
+                click.echo(json.dumps(report.errors, indent=2, ensure_ascii=False))
+    if scierc is not None:
+        scores = evaluate_scierc(scierc, layer=layer)
+        click.echo(json.dumps(scores, indent=2) if as_json else scierc_table(scores))
+
+
+@click.command()
+@click.option(
+    "--scierc-dir",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Directory with SciERC train.jsonl and dev.jsonl.",
+)
+@click.option(
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to write the model (default: the package's kg/extraction/model).",
+)
+@click.option("--epochs", default=70, show_default=True)
+@click.option("--seed", default=0, show_default=True)
+@click.option(
+    "--include-dev",
+    is_flag=True,
+    help="Train on train + dev for exactly --epochs epochs instead of keeping "
+    "the best epoch on dev.",
+)
+@click.option(
+    "--architecture",
+    type=click.Choice(["syntax", "sm", "scratch"]),
+    default="syntax",
+    show_default=True,
+    help="The English NER's tok2vec plus tag and dependency features (syntax), "
+    "the English NER fine-tuned as it is (sm), or a wider one from scratch.",
+)
+@click.option("--width", default=128, show_default=True, help="Scratch tok2vec width.")
+@click.option("--learn-rate", default=0.0005, show_default=True)
+@click.option("--dropout", default=0.25, show_default=True)
+@click.option("--patience", default=15, show_default=True)
+def train(
+    scierc_dir: Path,
+    output: Path | None,
+    epochs: int,
+    seed: int,
+    include_dev: bool,
+    architecture: str,
+    width: int,
+    learn_rate: float,
+    dropout: float,
+    patience: int,
+) -> None:
+    """Train the entity recogniser on SciERC (see docs/extraction.md)."""
+    from kg.extraction.extractor import MODEL_DIR
+    from kg.training import train as run_train
+
+    best = run_train(
+        scierc_dir / "train.jsonl",
+        scierc_dir / "dev.jsonl",
+        output or MODEL_DIR,
+        epochs=epochs,
+        seed=seed,
+        include_dev=include_dev,
+        architecture=architecture,
+        width=width,
+        learn_rate=learn_rate,
+        dropout=dropout,
+        patience=patience,
+        log=lambda line: click.echo(line, err=True),
+    )
+    click.echo(json.dumps({k: round(v, 4) for k, v in best.items()}))

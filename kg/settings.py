@@ -1,0 +1,160 @@
+"""Service settings: one declarative dataclass, filled from ``KG_*`` environment
+variables, from which ``kg serve`` derives its flags.
+
+Each field says once what it is: its default, its docstring, and in its
+metadata the ``kg serve`` flag (if any) and the flag's help. ``kg serve`` turns
+its flags into the same environment variables before it starts uvicorn, so every
+uvicorn worker process builds identical settings with :meth:`Settings.from_env`
+(a worker cannot receive Python objects from the parent). The README's
+configuration table documents every field (a test checks it).
+
+It lives in the library, not in :mod:`service`, because the CLI (``kg serve``)
+reads it and ``kg`` never imports ``service``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import Field as DataclassField
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from kg.store_common import DEFAULT_STORE
+
+
+def _split(value: str) -> tuple[str, ...]:
+    """Split a comma- or whitespace-separated list."""
+    return tuple(part for part in value.replace(",", " ").split() if part)
+
+
+def _bool(value: str) -> bool:
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _flag(default: Any, flag: str, help: str) -> Any:
+    """A setting that ``kg serve`` also takes as ``flag``."""
+    return field(default=default, metadata={"flag": flag, "help": help})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the service needs to know at start-up."""
+
+    host: str = _flag("127.0.0.1", "--host", "Interface to listen on.")
+    """Interface to listen on (``KG_HOST``)."""
+    port: int = _flag(8000, "--port", "TCP port.")
+    """TCP port (``KG_PORT``)."""
+    store: str = _flag(
+        str(DEFAULT_STORE), "--store", "Store directory, or http(s):// URL of a SPARQL 1.1 store."
+    )
+    """Store directory or ``http(s)://`` URL of a remote SPARQL store (``KG_STORE``)."""
+    workers: int = _flag(1, "--workers", "uvicorn processes; >1 opens an embedded store read-only.")
+    """uvicorn worker processes (``KG_WORKERS``); more than one opens an embedded
+    store read-only, so writes are disabled."""
+    update_token: str | None = _flag(
+        None, "--update-token", "Bearer token enabling writes; unset = read-only."
+    )
+    """Bearer token that enables writes (``KG_UPDATE_TOKEN``); unset = read-only."""
+    query_timeout: float = _flag(
+        10.0, "--query-timeout", "Seconds before a SPARQL query is stopped."
+    )
+    """Seconds a SPARQL query may run before it is killed (``KG_QUERY_TIMEOUT``)."""
+    result_limit: int = _flag(100_000, "--result-limit", "Most rows/triples one query may return.")
+    """Most rows (SELECT) or triples (CONSTRUCT/DESCRIBE) one query may return
+    (``KG_RESULT_LIMIT``); more is a 413, never a truncated result."""
+    query_cache: int = 1024
+    """Recent /sparql results kept per process (``KG_QUERY_CACHE``; 0 disables).
+    Entries are keyed by the store generation, so a write invalidates them all."""
+    max_request_bytes: int = 16 * 1024 * 1024
+    """Largest body /sparql, /sparql/update and /store accept (``KG_MAX_REQUEST_BYTES``)."""
+    query_workers: int = _flag(2, "--query-workers", "Query processes per uvicorn worker.")
+    """Processes that evaluate /sparql queries on an embedded store (``KG_QUERY_WORKERS``)."""
+    cors_origins: tuple[str, ...] = _flag(
+        ("*",), "--cors-origin", "Origin allowed by CORS (repeatable; default any)."
+    )
+    """Origins allowed by CORS (``KG_CORS_ORIGINS``, comma-separated; empty = no CORS)."""
+    cors_methods: tuple[str, ...] = ("GET",)
+    """Methods allowed cross-origin (``KG_CORS_METHODS``)."""
+    service_allowlist: tuple[str, ...] = _flag(
+        (), "--allow-service", "IRI SPARQL SERVICE/LOAD may name (repeatable)."
+    )
+    """IRIs that SPARQL ``SERVICE`` and ``LOAD`` may name (``KG_SERVICE_ALLOWLIST``).
+    An entry ending in ``/`` or ``#`` also allows every IRI under it."""
+    read_only: bool = False
+    """Force the store read-only even with a token (``KG_READ_ONLY``); set by
+    ``kg serve --workers N`` with N > 1."""
+    log_level: str = "info"
+    """Level of the service's JSON log (``KG_LOG_LEVEL``)."""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Room for settings of routers owned elsewhere."""
+
+    @property
+    def writable(self) -> bool:
+        """Writes are possible: a token is configured and the store is not forced read-only."""
+        return bool(self.update_token) and not self.read_only
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Settings from ``KG_<NAME>`` variables; keyword arguments win over them."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name == "extra":
+                continue
+            raw = env.get("KG_" + f.name.upper())
+            if raw is None or raw == "":
+                continue
+            default = f.default
+            if isinstance(default, bool):
+                values[f.name] = _bool(raw)
+            elif isinstance(default, int):
+                values[f.name] = int(raw)
+            elif isinstance(default, float):
+                values[f.name] = float(raw)
+            elif isinstance(default, tuple):
+                values[f.name] = _split(raw)
+            else:
+                values[f.name] = raw
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        settings = cls(**values)
+        settings.validate()
+        return settings
+
+    def to_env(self) -> dict[str, str]:
+        """The ``KG_*`` variables that rebuild these settings in another process."""
+        env: dict[str, str] = {}
+        for f in fields(self):
+            if f.name == "extra":
+                continue
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            if isinstance(value, bool):
+                env["KG_" + f.name.upper()] = "1" if value else "0"
+            elif isinstance(value, tuple):
+                env["KG_" + f.name.upper()] = ",".join(value)
+            else:
+                env["KG_" + f.name.upper()] = str(value)
+        return env
+
+    def validate(self) -> None:
+        """Reject settings that cannot work, with a message naming the setting."""
+        if self.query_timeout <= 0:
+            raise ValueError("query_timeout must be positive")
+        if self.result_limit < 1:
+            raise ValueError("result_limit must be at least 1")
+        if self.workers < 1 or self.query_workers < 1:
+            raise ValueError("workers and query_workers must be at least 1")
+        if self.update_token is not None and len(self.update_token) < 8:
+            raise ValueError("update_token must be at least 8 characters")
+
+
+def env_name(setting: DataclassField[Any]) -> str:
+    """The environment variable of a setting (``KG_QUERY_TIMEOUT``)."""
+    return "KG_" + setting.name.upper()
+
+
+def flagged() -> list[DataclassField[Any]]:
+    """The settings ``kg serve`` takes as flags, in declaration order."""
+    return [f for f in fields(Settings) if "flag" in f.metadata]
