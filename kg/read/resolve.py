@@ -10,6 +10,7 @@ them like the mapping does.
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 
 from pyoxigraph import NamedNode
 
@@ -17,7 +18,7 @@ from kg import schema
 from kg.extraction.canonical import canonical_key  # spaCy-free: the extractor's key rule
 from kg.read.base import TYPES, ReadError, check_text, first, is_absolute
 from kg.store import GraphStore
-from kg.vocab import entity_iri
+from kg.vocab import ID_PREFIX, entity_iri, paper_iri
 
 _TYPED_KEY = re.compile(
     r"^(" + "|".join(re.escape(k.segment) for k in schema.ENTITY_TYPES) + r")/(.+)$",
@@ -80,3 +81,17 @@ def resolve_entity(
             if hit is not None:
                 return hit["entity"].value
     return None
+
+
+def focus_candidates(value: str) -> list[str]:
+    """IRIs a graph focus may name, most likely first: an absolute IRI as given;
+    else ``paper/ID`` or ``type/key``, a paper id, or an entity key of any type
+    (as given, then canonicalised)."""
+    value = value.strip()
+    if not value:
+        return []
+    if is_absolute(value):
+        return [value]
+    out = [ID_PREFIX + quote(value, safe="/-._~"), paper_iri(value).value]
+    out.extend(iri for iri in key_candidates(value, list(TYPES)) if iri not in out)
+    return out
