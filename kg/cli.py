@@ -218,6 +218,7 @@ def query(sparql: str | None, file: Path | None, fmt: str, store: str) -> None:
         sparql = file.read_text(encoding="utf-8")
     if not sparql:
         fail("give a query, or -f FILE.rq")
+        return
     graph = open_for_reading(store)
     try:
         result = graph.query(sparql)

@@ -170,11 +170,11 @@ def serve(no_sample: bool, **given: Any) -> None:
 
 def _build_sample_if_empty(location: str) -> None:
     """First start: an empty (or missing) embedded store gets the bundled sample."""
-    from kg.store import EmbeddedStore
+    from kg.store import EmbeddedStore, GraphStore
 
     path = Path(location)
     if (path / "CURRENT").exists():
-        graph = EmbeddedStore(path, read_only=True)
+        graph: GraphStore = EmbeddedStore(path, read_only=True)
         has_papers = next(iter(graph.paper_ids()), None) is not None
         graph.close()
         if has_papers:

@@ -162,7 +162,7 @@ class EntityDetail(EntityRef):
     aliases: list[str] = []
     paper_count: int
     papers: list[EntityPaper]
-    related: Related
+    related: Related  # type: ignore[valid-type]
 
 
 class SearchEntity(EntityCount):

@@ -39,7 +39,7 @@ def search_entities(store: GraphStore, text: str, limit: int) -> list[dict[str, 
         iri = s["entity"].value
         if iri not in best or rank < best[iri]:
             best[iri] = rank
-    found: list[tuple[tuple[int, int, str], dict[str, Any]]] = []
+    found: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
     # Twice the page of candidates: some may have no papers any more.
     for iri, rank in sorted(best.items(), key=lambda item: item[1])[: 2 * limit]:
         head = first(store, "entity", entity=iri)

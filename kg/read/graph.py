@@ -8,7 +8,7 @@ import re
 from collections.abc import Container
 from typing import Any
 
-from pyoxigraph import Literal, NamedNode
+from pyoxigraph import Literal, NamedNode, QuerySolutions
 
 from kg.queries import NamedQuery, default_registry
 from kg.read.resolve import focus_candidates
@@ -48,6 +48,7 @@ def run(store: GraphStore, name: str, **bindings: NamedNode | Literal) -> list[d
     declaration in the query header."""
     query = named_query(name)
     solutions = store.query(query.sparql, substitutions=dict(bindings) or None)
+    assert isinstance(solutions, QuerySolutions), name
     names = [v.value for v in solutions.variables]
     return [
         {n: term.value for n, term in zip(names, row, strict=True) if term is not None}
