@@ -64,6 +64,7 @@ from pyoxigraph import (
 
 from kg.mapping import ENTITIES_GRAPH, PaperQuads
 from kg.resources import ontology_dir, queries_dir
+from kg.sparql_text import tokens
 from kg.store_common import QueryResult, StoreError, Term, merge_labels, sha256
 from kg.vocab import (
     KG,
@@ -351,8 +352,6 @@ def _chunks(rows: list, size: int) -> Iterator[list]:
 # ------------------------------------------------------------ VALUES injection
 
 _VARNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_IRIREF = re.compile(r'<[^<>"{}|^`\\\x00-\x20]*>')
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def inject_values(sparql: str, variables: Sequence[str], rows: Sequence[Sequence[Term]]) -> str:
@@ -397,31 +396,13 @@ def inject_values(sparql: str, variables: Sequence[str], rows: Sequence[Sequence
 
 
 def _tokens(sparql: str) -> Iterator[tuple[int, str]]:
-    """Offsets and text of the braces and keywords of a query, skipping
-    comments, strings, IRIs and variables (where braces and words mean nothing)."""
-    i, n = 0, len(sparql)
-    while i < n:
-        c = sparql[i]
-        if c == "#":
-            end = sparql.find("\n", i)
-            i = n if end < 0 else end + 1
-        elif c in "\"'":
-            i = _skip_string(sparql, i)
-        elif c == "<" and (m := _IRIREF.match(sparql, i)):
-            i = m.end()
-        elif c in "?$":
-            m = _WORD.match(sparql, i + 1)
-            i = m.end() if m else i + 1
-        elif c in "{}":
-            yield i, c
-            i += 1
-        elif c.isalpha() or c == "_":
-            m = _WORD.match(sparql, i)
-            assert m is not None
-            yield i, m.group().upper()
-            i = m.end()
-        else:
-            i += 1
+    """Offsets and text of the braces and keywords (upper case) of a query; comments,
+    strings, IRIs and variables are skipped by :func:`kg.sparql_text.tokens`."""
+    for token in tokens(sparql):
+        if token.kind == "word":
+            yield token.start, token.text.upper()
+        elif token.text in ("{", "}"):
+            yield token.start, token.text
 
 
 def _where_groups(sparql: str) -> tuple[int, list[int], int, bool]:
@@ -467,26 +448,3 @@ def _where_groups(sparql: str) -> tuple[int, list[int], int, bool]:
             form = token
         previous = token
     raise ValueError("the query has no WHERE group to bind values in")
-
-
-def _skip_string(text: str, i: int) -> int:
-    quote = text[i]
-    if text.startswith(quote * 3, i):
-        end = i + 3
-        while True:
-            end = text.find(quote * 3, end)
-            if end < 0:
-                return len(text)
-            # an escaped quote just before the closing triple does not close it
-            if text[end - 1] != "\\":
-                return end + 3
-            end += 1
-    j = i + 1
-    while j < len(text):
-        if text[j] == "\\":
-            j += 2
-            continue
-        if text[j] == quote:
-            return j + 1
-        j += 1
-    return len(text)

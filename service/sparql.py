@@ -31,7 +31,7 @@ from pyoxigraph import Literal, NamedNode, Triple, serialize
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 
-from kg.resources import queries_dir
+from kg.queries import default_registry
 from kg.vocab import PREFIXES
 from service import negotiation as neg
 from service.deps import (
@@ -403,25 +403,17 @@ def _update(store: Any, text: str, base: str) -> None:
 
 
 async def examples_endpoint(request: Request) -> Response:
-    """The editor's prefixes and example queries, read from ``queries/*.rq``."""
-    examples = []
-    for path in sorted(queries_dir().glob("*.rq")):
-        text = path.read_text(encoding="utf-8")
-        header = {}
-        for line in text.splitlines():
-            if not line.startswith("#"):
-                break
-            key, sep, value = line[1:].partition(":")
-            if sep:
-                header[key.strip().lower()] = value.strip()
-        examples.append(
-            {
-                "name": path.stem,
-                "title": header.get("title", path.stem),
-                "description": header.get("description", ""),
-                "query": text,
-            }
-        )
+    """The editor's prefixes and example queries: the public named queries, as the
+    query registry parsed them (one header parser: :mod:`kg.queries`)."""
+    examples = [
+        {
+            "name": query.name,
+            "title": query.title,
+            "description": query.description,
+            "query": query.sparql,
+        }
+        for query in default_registry().public()
+    ]
     return JSONResponse({"prefixes": PREFIXES, "examples": examples})
 
 
