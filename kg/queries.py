@@ -25,8 +25,8 @@ ontology, never by listing them: ``?r rdfs:subPropertyOf kg:hasEntity .``,
 editor) they read the ontology graph; the registry replaces each such line by
 the equivalent ``VALUES`` block generated from :mod:`kg.schema`
 (:func:`expand_schema`), because Oxigraph plans a join on the ontology badly
-(``related-entities`` on a 4,300-paper store: 0.59 s with VALUES, 2.4 s without;
-``benchmarks/schema_queries.py``). A test checks both forms give the same rows.
+(``related-entities`` 4–18× slower without; ``benchmarks/schema_queries.py``,
+figures in BENCHMARKS.md). A test checks both forms give the same rows.
 
 Files in sub-folders (``queries/store/…``) are internal: loaded and checked like
 the others, named ``store/union-graph``, but not listed or run over HTTP.
