@@ -32,9 +32,10 @@ import subprocess
 import sys
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from service.messages import Answer, Failure, QueryRequest, Ready, StartFailed
 
 log = logging.getLogger("kg.service")
 
@@ -47,17 +48,6 @@ class PoolError(Exception):
 
 class PoolTimeout(Exception):
     """The query did not finish in time; its worker was killed."""
-
-
-@dataclass
-class Reply:
-    """A worker's answer: ``ok`` with a media type and body, or an error kind and message."""
-
-    ok: bool
-    media_type: str = ""
-    body: bytes = b""
-    error: str = ""
-    message: Any = None
 
 
 class Snapshots:
@@ -250,13 +240,14 @@ class QueryPool:
         )
         worker = _Worker(transport, protocol, generation)
         try:
-            status, value = await asyncio.wait_for(protocol.expect(), 60)
+            hello = await asyncio.wait_for(protocol.expect(), 60)
         except (PoolError, TimeoutError) as exc:
             await worker.kill()
             raise PoolError("a query worker did not start") from exc
-        if status != "ready":
+        if not isinstance(hello, Ready):
             await worker.kill()
-            raise PoolError(f"a query worker could not open the store: {value}")
+            message = hello.message if isinstance(hello, StartFailed) else repr(hello)
+            raise PoolError(f"a query worker could not open the store: {message}")
         self._all.add(worker)
         return worker
 
@@ -264,7 +255,7 @@ class QueryPool:
         """The store was written: workers reopen before their next query."""
         self.generation += 1
 
-    async def run(self, request: dict[str, Any], timeout: float) -> Reply:
+    async def run(self, request: QueryRequest, timeout: float) -> Answer | Failure:
         """Evaluate one request within ``timeout`` seconds (waiting for a worker included)."""
         if self._closed:
             raise PoolError("the query pool is shut down")
@@ -279,7 +270,7 @@ class QueryPool:
             self._idle.put_nowait(worker)
             raise
         worker.generation = generation
-        request = dict(request, generation=generation, path=path)
+        request = request.at(path, generation)
         payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
@@ -296,9 +287,9 @@ class QueryPool:
             self._replace(worker, "cancelled")
             raise
         self._idle.put_nowait(worker)
-        if reply[0] == "ok":
-            return Reply(True, media_type=reply[1], body=reply[2])
-        return Reply(False, error=reply[1], message=reply[2])
+        if not isinstance(reply, Answer | Failure):
+            raise PoolError(f"a query worker answered {reply!r}")
+        return reply
 
     async def _acquire(self, timeout: float) -> _Worker:
         """An idle live worker; one that died while idle is replaced, not used."""
@@ -363,19 +354,9 @@ class ResultCache:
         self._data: OrderedDict[tuple, tuple[str, bytes]] = OrderedDict()
 
     @staticmethod
-    def key(generation: int, request: dict[str, Any]) -> tuple:
+    def key(generation: int, request: QueryRequest) -> tuple:
         """The cache key of a request at a store generation."""
-        return (
-            generation,
-            request["query"],
-            request["base_iri"],
-            tuple(request["default_graph"]) if request["default_graph"] is not None else None,
-            tuple(request["named_graphs"]) if request["named_graphs"] is not None else None,
-            request["select_format"],
-            request["ask_format"],
-            request["graph_format"],
-            request["limit"],
-        )
+        return request.cache_key(generation)
 
     def get(self, key: tuple) -> tuple[str, bytes] | None:
         """The cached (media type, body), or None."""

@@ -52,6 +52,7 @@ from service.errors import (
     Unavailable,
     UnsupportedMediaType,
 )
+from service.messages import Answer, Failure, QueryRequest
 from service.pool import PoolError, PoolTimeout, QueryPool, ResultCache
 from service.safety import apply_update_dataset, check_remote_access
 from service.worker import render
@@ -164,15 +165,17 @@ async def query_endpoint(request: Request) -> Response:
         raise BadRequest("the request has no 'query' parameter", parameter="query")
     settings = get_settings(request)
     check_remote_access(text, settings.service_allowlist)
-    req = {
-        "query": text,
-        "base_iri": _endpoint_iri(request),
-        "default_graph": _iris(params, "default-graph-uri"),
-        "named_graphs": _iris(params, "named-graph-uri"),
-        "limit": settings.result_limit,
-        "prefixes": PREFIXES,
+    default_graph = _iris(params, "default-graph-uri")
+    named_graphs = _iris(params, "named-graph-uri")
+    req = QueryRequest(
+        query=text,
+        base_iri=_endpoint_iri(request),
+        default_graph=tuple(default_graph) if default_graph is not None else None,
+        named_graphs=tuple(named_graphs) if named_graphs is not None else None,
+        limit=settings.result_limit,
+        prefixes=PREFIXES,
         **_formats(params, accept),
-    }
+    )
     pool: QueryPool | None = request.app.state.query_pool
     cache: ResultCache | None = request.app.state.query_cache
     key = None
@@ -184,14 +187,9 @@ async def query_endpoint(request: Request) -> Response:
     timeout = settings.query_timeout
     try:
         if pool is not None:
-            reply = await pool.run(req, timeout)
-            if reply.ok and key is not None and cache is not None:
-                cache.put(key, reply.media_type, reply.body)
-            outcome: tuple = (
-                ("ok", reply.media_type, reply.body)
-                if reply.ok
-                else ("error", reply.error, reply.message)
-            )
+            outcome = await pool.run(req, timeout)
+            if isinstance(outcome, Answer) and key is not None and cache is not None:
+                cache.put(key, outcome.media_type, outcome.body)
         else:
             outcome = await asyncio.wait_for(
                 asyncio.to_thread(_run_in_thread, get_store(request), req), timeout
@@ -206,9 +204,9 @@ async def query_endpoint(request: Request) -> Response:
         # A worker that dies mid-query (e.g. out of memory) was most likely killed
         # by the query itself: report it as this query's failure, not a server fault.
         raise Unavailable(f"{exc}; it was replaced", slug="query-worker-died") from None
-    if outcome[0] == "ok":
-        return Response(outcome[2], media_type=outcome[1], headers={"Vary": "Accept"})
-    raise _error(outcome[1], outcome[2], settings.result_limit)
+    if isinstance(outcome, Answer):
+        return Response(outcome.body, media_type=outcome.media_type, headers={"Vary": "Accept"})
+    raise _error(outcome.kind, outcome.detail, settings.result_limit)
 
 
 def _formats(params: list[tuple[str, str]], accept: str | None) -> dict[str, str | None]:
@@ -253,19 +251,19 @@ def _endpoint_iri(request: Request) -> str:
     return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}{scope['path']}"
 
 
-def _run_in_thread(store: Any, req: dict[str, Any]) -> tuple:
+def _run_in_thread(store: Any, req: QueryRequest) -> Answer | Failure:
     """Evaluate on a (remote) store in this thread, with the same rendering as the workers."""
     try:
         result = store.query(
-            req["query"], default_graph=req["default_graph"], named_graphs=req["named_graphs"]
+            req.query, default_graph=req.default_graph, named_graphs=req.named_graphs
         )
         return render(result, req)
     except SyntaxError as exc:
-        return ("error", "syntax", str(exc))
+        return Failure("syntax", str(exc))
     except (ValueError, TypeError) as exc:
-        return ("error", "evaluation", str(exc))
+        return Failure("evaluation", str(exc))
     except OSError as exc:
-        return ("error", "store", str(exc))
+        return Failure("store", str(exc))
 
 
 _POSITION = re.compile(r"error at (\d+):(\d+)")

@@ -1,12 +1,14 @@
 """A query worker process: ``python -m service.worker STORE_DIR GENERATION``.
 
 It opens the embedded store read-only, then answers framed requests on stdin
-with framed replies on its original stdout (4-byte big-endian length + pickle).
-Each reply is the serialized result in the format the parent chose, or an
-error tuple. Rows are counted in here, so the parent can refuse an oversized
-result (413) without evaluating the query twice: SELECT results are first
-written as TSV (one line per row) and CONSTRUCT results as N-Triples (one line
-per triple), then converted by pyoxigraph only when another format was asked for.
+with framed replies on its original stdout (4-byte big-endian length + pickle),
+typed as in :mod:`service.messages`: a :class:`~service.messages.QueryRequest`
+in, an :class:`~service.messages.Answer` (the serialized result in the format
+the parent chose) or a :class:`~service.messages.Failure` out. Rows are
+counted in here, so the parent can refuse an oversized result (413) without
+evaluating the query twice: SELECT results are first written as TSV (one line
+per row) and CONSTRUCT results as N-Triples (one line per triple), then
+converted by pyoxigraph only when another format was asked for.
 
 It opens the store through :class:`kg.store.EmbeddedStore`, the interface
 every other caller uses, and imports nothing else of the project (no spaCy, no
@@ -36,6 +38,7 @@ from pyoxigraph import (
 )
 
 from kg.store import EmbeddedStore
+from service.messages import Answer, Failure, QueryRequest, Ready, StartFailed
 
 _HEADER = struct.Struct(">I")
 
@@ -71,74 +74,72 @@ class Evaluator:
         self.path = path
         self.generation = generation
 
-    def run(self, req: dict[str, Any]) -> tuple:
-        """Evaluate one request; return ("ok", media_type, body) or ("error", kind, message)."""
-        if req["generation"] != self.generation or req["path"] != self.path:
-            self.reopen(req["path"], req["generation"])
+    def run(self, req: QueryRequest) -> Answer | Failure:
+        """Evaluate one request."""
+        if req.generation != self.generation or req.path != self.path:
+            self.reopen(req.path, req.generation)
         try:
             return self._run(req)
         except OSError:
             # A store error may come from a stale handle: reopen once and retry
             # before reporting it.
-            self.reopen(req["path"], req["generation"])
+            self.reopen(req.path, req.generation)
             return self._run(req)
 
-    def _run(self, req: dict[str, Any]) -> tuple:
-        default_graph = req["default_graph"]
-        named = req["named_graphs"]
+    def _run(self, req: QueryRequest) -> Answer | Failure:
         result = self.store.query(
-            req["query"],
-            base_iri=req["base_iri"],
-            default_graph=default_graph,
-            named_graphs=named,
+            req.query,
+            base_iri=req.base_iri,
+            default_graph=req.default_graph,
+            named_graphs=req.named_graphs,
         )
         return render(result, req)
 
 
-def render(result: QueryBoolean | QuerySolutions | QueryTriples, req: dict[str, Any]) -> tuple:
+def render(
+    result: QueryBoolean | QuerySolutions | QueryTriples, req: QueryRequest
+) -> Answer | Failure:
     """Serialize a query result in the format ``req`` chose for its kind, counting
-    rows against ``req["limit"]``; ("ok", media_type, body) or ("error", kind, detail)."""
-    limit: int = req["limit"]
+    rows against ``req.limit``."""
+    limit = req.limit
     if isinstance(result, QueryBoolean):
-        fmt = req["ask_format"]
+        fmt = req.ask_format
         if fmt is None:
-            return ("error", "not_acceptable", "boolean")
-        return ("ok", fmt, result.serialize(format=_results_format(fmt)))
+            return Failure("not_acceptable", "boolean")
+        return Answer(fmt, result.serialize(format=_results_format(fmt)))
     if isinstance(result, QuerySolutions):
-        fmt = req["select_format"]
+        fmt = req.select_format
         if fmt is None:
-            return ("error", "not_acceptable", "solutions")
+            return Failure("not_acceptable", "solutions")
         # One TSV line per row plus the header; stop as soon as the cap is passed
         # rather than serializing (and evaluating) a huge result in full.
         try:
             tsv = _capped(lambda out: result.serialize(out, QueryResultsFormat.TSV), limit + 1)
         except _TooMany:
-            return ("error", "too_many", limit)
+            return Failure("too_many", limit)
         target = _results_format(fmt)
         if target == QueryResultsFormat.TSV:
-            return ("ok", fmt, tsv)
-        return (
-            "ok",
-            fmt,
-            parse_query_results(tsv, QueryResultsFormat.TSV).serialize(format=target),
+            return Answer(fmt, tsv)
+        return Answer(
+            fmt, parse_query_results(tsv, QueryResultsFormat.TSV).serialize(format=target)
         )
-    fmt = req["graph_format"]
+    fmt = req.graph_format
     if fmt is None:
-        return ("error", "not_acceptable", "triples")
+        return Failure("not_acceptable", "triples")
     try:
         nt = _capped(lambda out: result.serialize(out, RdfFormat.N_TRIPLES), limit)
     except _TooMany:
-        return ("error", "too_many", limit)
+        return Failure("too_many", limit)
     target = _rdf_format(fmt)
     if target == RdfFormat.N_TRIPLES:
-        return ("ok", fmt, nt)
+        return Answer(fmt, nt)
     out = io.BytesIO()
     quads = parse(nt, RdfFormat.N_TRIPLES)
     if target.supports_datasets:
         serialize(quads, out, target)
     else:
-        serialize((q.triple for q in quads), out, target, prefixes=req.get("prefixes") or None)
-    return ("ok", fmt, out.getvalue())
+        serialize((q.triple for q in quads), out, target, prefixes=req.prefixes or None)
+    return Answer(fmt, out.getvalue())
 
 
 class _TooMany(Exception):
@@ -194,9 +195,9 @@ def main() -> None:
     try:
         evaluator = Evaluator(sys.argv[1], int(sys.argv[2]))
     except OSError as exc:
-        write_frame(out, ("failed", str(exc)))
+        write_frame(out, StartFailed(str(exc)))
         return
-    write_frame(out, ("ready", os.getpid()))
+    write_frame(out, Ready(os.getpid()))
     while True:
         req = read_frame(inp)
         if req is None:
@@ -204,11 +205,11 @@ def main() -> None:
         try:
             reply = evaluator.run(req)
         except SyntaxError as exc:
-            reply = ("error", "syntax", str(exc))
+            reply = Failure("syntax", str(exc))
         except OSError as exc:
-            reply = ("error", "store", str(exc))
+            reply = Failure("store", str(exc))
         except (ValueError, TypeError, RuntimeError) as exc:
-            reply = ("error", "evaluation", str(exc))
+            reply = Failure("evaluation", str(exc))
         write_frame(out, reply)
 
 
