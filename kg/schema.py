@@ -174,6 +174,11 @@ other pairs are ``coOccursWith``."""
 CO_OCCURS = "coOccursWith"
 
 
+METRIC_DIRECTIONS: dict[str, str] = {}
+"""Metric key → ``higher`` or ``lower`` (is better), for comparing results; the
+results records fill it (room for them here, so their direction is stated once)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ClaimKindSpec:
     """One kind of claim: its gold-annotation spelling and its ontology individual."""
@@ -246,6 +251,7 @@ def to_json() -> dict[str, Any]:
         "entity_property": ENTITY_PROPERTY,
         "paper": {"name": "Paper", "label": "Paper", "colour": PAPER_COLOUR},
         "entity_types": [k.to_json() for k in ENTITY_TYPES],
+        "metric_directions": dict(METRIC_DIRECTIONS),
         "claim_kinds": [
             {"name": c.name, "term": c.term, "label": c.label} for c in CLAIM_KIND_SPECS
         ],
