@@ -165,6 +165,7 @@ async def query_endpoint(request: Request) -> Response:
         raise BadRequest("the request has no 'query' parameter", parameter="query")
     settings = get_settings(request)
     check_remote_access(text, settings.service_allowlist)
+    formats = _formats(params, accept)
     default_graph = _iris(params, "default-graph-uri")
     named_graphs = _iris(params, "named-graph-uri")
     req = QueryRequest(
@@ -173,8 +174,10 @@ async def query_endpoint(request: Request) -> Response:
         default_graph=tuple(default_graph) if default_graph is not None else None,
         named_graphs=tuple(named_graphs) if named_graphs is not None else None,
         limit=settings.result_limit,
+        select_format=formats["select_format"],
+        ask_format=formats["ask_format"],
+        graph_format=formats["graph_format"],
         prefixes=PREFIXES,
-        **_formats(params, accept),
     )
     pool: QueryPool | None = request.app.state.query_pool
     cache: ResultCache | None = request.app.state.query_cache

@@ -106,7 +106,7 @@ def render(
         fmt = req.ask_format
         if fmt is None:
             return Failure("not_acceptable", "boolean")
-        return Answer(fmt, result.serialize(format=_results_format(fmt)))
+        return Answer(fmt, result.serialize(format=_results_format(fmt)) or b"")
     if isinstance(result, QuerySolutions):
         fmt = req.select_format
         if fmt is None:
@@ -120,9 +120,8 @@ def render(
         target = _results_format(fmt)
         if target == QueryResultsFormat.TSV:
             return Answer(fmt, tsv)
-        return Answer(
-            fmt, parse_query_results(tsv, QueryResultsFormat.TSV).serialize(format=target)
-        )
+        converted = parse_query_results(tsv, QueryResultsFormat.TSV).serialize(format=target)
+        return Answer(fmt, converted or b"")
     fmt = req.graph_format
     if fmt is None:
         return Failure("not_acceptable", "triples")
