@@ -22,6 +22,7 @@ from service.errors import BadRequest, ForbiddenQuery
 
 __all__ = ["Token", "apply_update_dataset", "check_remote_access", "tokens", "unescape"]
 
+
 def _keyword(tok: Token) -> str | None:
     if tok.kind == "word" and ":" not in tok.text:
         return tok.text.upper()
