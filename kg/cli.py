@@ -26,7 +26,7 @@ from kg.cli_common import (
 )
 from kg.cli_serve import graph, serve
 from kg.cli_train import eval_, train
-from kg.resources import queries_dir, sample_corpus
+from kg.resources import sample_corpus
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -266,11 +266,10 @@ def _print_table(solutions: QuerySolutions) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def stats(store: str, as_json: bool) -> None:
     """Counts per class and the number of triples."""
+    from kg.read.entities import class_counts  # the read model REST's /stats uses
+
     graph = open_for_reading(store)
-    sparql = (queries_dir() / "class-counts.rq").read_text(encoding="utf-8")
-    counts = {
-        s["class"].value.rsplit("#", 1)[-1]: int(s["count"].value) for s in graph.query(sparql)
-    }
+    counts = class_counts(graph)
     summary = {"triples": len(graph), "papers": len(list(graph.paper_ids())), "classes": counts}
     if as_json:
         click.echo(json.dumps(summary, indent=2))

@@ -115,6 +115,14 @@ def search(store: GraphStore, text: str, limit: int) -> dict[str, Any]:
     }
 
 
+def class_counts(store: GraphStore) -> dict[str, int]:
+    """How many nodes of each class (local name: ``Paper``, ``Task``…, ``Claim``)."""
+    return {
+        s["class"].value.rsplit("#", 1)[-1]: int(py(s["count"]))
+        for s in solutions(store, "class-counts")
+    }
+
+
 def stats(store: GraphStore, top: int) -> dict[str, Any]:
     """How many papers, entities of each type and claims the graph holds, and the
     tasks and methods with most papers."""
@@ -124,10 +132,9 @@ def stats(store: GraphStore, top: int) -> dict[str, Any]:
         "Claim": "claims",
     }
     counts = dict.fromkeys(names.values(), 0)
-    for s in solutions(store, "class-counts"):
-        name = names.get(s["class"].value.rsplit("#", 1)[-1])
-        if name:
-            counts[name] = py(s["count"])
+    for name, number in class_counts(store).items():
+        if name in names:
+            counts[names[name]] = number
 
     def tops(type_name: str) -> list[dict[str, Any]]:
         page = take(solutions(store, "entities-by-type", type=TYPES[type_name]), 0, top)
