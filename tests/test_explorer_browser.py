@@ -173,6 +173,13 @@ def test_panel_of_entity_expand_and_filter(page, server: str, unlearning_papers)
     page.goto(f"{server}/?focus={entity}&depth=1")
     _graph_ready(page)
     assert _node_ids(page) == {entity} | papers
+    # The legend is GET /schema's: every type, in order, with its colour.
+    from kg import schema
+
+    legend = page.eval_on_selector_all("#legend input", "inputs => inputs.map(i => i.value)")
+    assert legend == ["Paper", *(k.name for k in schema.ENTITY_TYPES)]
+    swatch = page.get_attribute(f"#legend .swatch.{schema.ENTITY_TYPES[0].name}", "style")
+    assert schema.ENTITY_TYPES[0].colour in (swatch or "")
 
     _click_node(page, entity)
     page.wait_for_selector("#panel .paper")
