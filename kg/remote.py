@@ -41,7 +41,6 @@ Writes
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
@@ -64,6 +63,7 @@ from pyoxigraph import (
 
 from kg.mapping import ENTITIES_GRAPH, PaperQuads
 from kg.resources import ontology_dir, queries_dir
+from kg.settings import Settings
 from kg.sparql_text import tokens
 from kg.store_common import QueryResult, StoreError, Term, merge_labels, sha256
 from kg.vocab import (
@@ -104,11 +104,12 @@ class RemoteStore:
         base = url.rstrip("/")
         self.location = base
         self.read_only = read_only
-        self.query_url = query_url or os.environ.get("KG_STORE_QUERY_URL") or f"{base}/query"
-        self.update_url = update_url or os.environ.get("KG_STORE_UPDATE_URL") or f"{base}/update"
-        self.store_url = store_url or os.environ.get("KG_STORE_GSP_URL") or f"{base}/store"
+        setting = Settings.one
+        self.query_url = query_url or setting("store_query_url") or f"{base}/query"
+        self.update_url = update_url or setting("store_update_url") or f"{base}/update"
+        self.store_url = store_url or setting("store_gsp_url") or f"{base}/store"
         if timeout is None:
-            timeout = float(os.environ.get("KG_STORE_TIMEOUT", "60"))
+            timeout = float(setting("store_timeout"))
         seconds = timeout
         # One pooled client: keep-alive matters when ingest sends a PUT per paper.
         # It is thread-safe, so the service's worker threads share it.

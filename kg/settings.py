@@ -37,6 +37,19 @@ def _flag(default: Any, flag: str, help: str) -> Any:
     return field(default=default, metadata={"flag": flag, "help": help})
 
 
+def _convert(default: Any, raw: str) -> Any:
+    """A variable's text as the type of the setting's default."""
+    if isinstance(default, bool):
+        return _bool(raw)
+    if isinstance(default, int):
+        return int(raw)
+    if isinstance(default, float):
+        return float(raw)
+    if isinstance(default, tuple):
+        return _split(raw)
+    return raw
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the service needs to know at start-up."""
@@ -86,6 +99,15 @@ class Settings:
     ``kg serve --workers N`` with N > 1."""
     log_level: str = "info"
     """Level of the service's JSON log (``KG_LOG_LEVEL``)."""
+    store_query_url: str | None = None
+    """A remote store's query endpoint (``KG_STORE_QUERY_URL``; default ``URL/query``)."""
+    store_update_url: str | None = None
+    """A remote store's update endpoint (``KG_STORE_UPDATE_URL``; default ``URL/update``)."""
+    store_gsp_url: str | None = None
+    """A remote store's Graph Store Protocol endpoint (``KG_STORE_GSP_URL``; default
+    ``URL/store``)."""
+    store_timeout: float = 60.0
+    """Seconds every request to a remote store may take (``KG_STORE_TIMEOUT``)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Room for settings of routers owned elsewhere."""
 
@@ -105,17 +127,7 @@ class Settings:
             raw = env.get("KG_" + f.name.upper())
             if raw is None or raw == "":
                 continue
-            default = f.default
-            if isinstance(default, bool):
-                values[f.name] = _bool(raw)
-            elif isinstance(default, int):
-                values[f.name] = int(raw)
-            elif isinstance(default, float):
-                values[f.name] = float(raw)
-            elif isinstance(default, tuple):
-                values[f.name] = _split(raw)
-            else:
-                values[f.name] = raw
+            values[f.name] = _convert(f.default, raw)
         values.update({k: v for k, v in overrides.items() if v is not None})
         settings = cls(**values)
         settings.validate()
@@ -137,6 +149,17 @@ class Settings:
             else:
                 env["KG_" + f.name.upper()] = str(value)
         return env
+
+    @classmethod
+    def one(cls, name: str, environ: Mapping[str, str] | None = None) -> Any:
+        """One setting from its variable (or its default), without the others: for
+        code that needs a single value, such as the remote store's endpoints."""
+        setting = next(f for f in fields(cls) if f.name == name)
+        env = os.environ if environ is None else environ
+        raw = env.get(env_name(setting))
+        if raw is None or raw == "":
+            return setting.default
+        return _convert(setting.default, raw)
 
     def validate(self) -> None:
         """Reject settings that cannot work, with a message naming the setting."""
