@@ -78,9 +78,7 @@ async def list_papers(
     given: Annotated[dict[str, str | None], Depends(_entity_filters)],
     q: Annotated[
         str | None,
-        Query(
-            max_length=MAX_FILTER, pattern=TEXT, description="Text in the title or abstract"
-        ),
+        Query(max_length=MAX_FILTER, pattern=TEXT, description="Text in the title or abstract"),
     ] = None,
     limit: Limit = 20,
     offset: Offset = 0,

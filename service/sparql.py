@@ -424,9 +424,7 @@ async def _trial(pool: QueryPool, text: str, base: str, timeout: float) -> None:
     if reply.kind == "syntax":
         raise syntax_problem("update", str(reply.detail))
     if reply.kind == "evaluation":
-        raise BadRequest(
-            f"the update cannot be applied: {reply.detail}", slug="update-evaluation"
-        )
+        raise BadRequest(f"the update cannot be applied: {reply.detail}", slug="update-evaluation")
     # A store error on the copy (e.g. no disk space for it): the live store decides.
 
 
