@@ -8,6 +8,7 @@ Every command that touches a store takes ``--store`` (a directory, or an
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,6 +28,7 @@ from kg.cli_common import (
 from kg.cli_serve import graph, serve
 from kg.cli_train import eval_, train
 from kg.resources import sample_corpus
+from kg.sparql_text import DEFAULT_MAX_DEPTH, QueryTooDeep, check_depth
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -218,6 +220,11 @@ def query(sparql: str | None, file: Path | None, fmt: str, store: str) -> None:
         sparql = file.read_text(encoding="utf-8")
     if not sparql:
         fail("give a query, or -f FILE.rq")
+        return
+    try:  # the engine would crash on a deeper query
+        check_depth(sparql, int(os.environ.get("KG_MAX_QUERY_DEPTH") or DEFAULT_MAX_DEPTH))
+    except QueryTooDeep as exc:
+        fail(f"bad query: {exc}")
         return
     graph = open_for_reading(store)
     try:

@@ -52,3 +52,5 @@ class Group(click.Group):
             # `kg export | head` closes the pipe early; that is not an error.
             sys.stderr.close()
             sys.exit(0)
+        except OSError as exc:  # e.g. the disk filled while the store was opened
+            fail(str(exc))

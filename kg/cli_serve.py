@@ -157,6 +157,8 @@ def serve(no_sample: bool, **given: Any) -> None:
         f"({'read-write' if settings.writable else 'read-only'})",
         err=True,
     )
+    from uvicorn.importer import import_from_string
+
     uvicorn.run(
         "service.app:app_from_env",
         factory=True,
@@ -165,6 +167,9 @@ def serve(no_sample: bool, **given: Any) -> None:
         workers=settings.workers,
         access_log=False,
         log_level="warning",
+        # Named by string like the app (kg does not import service): its own
+        # 400s (requests that are not HTTP) as problem details too.
+        http=import_from_string("service.protocol:PROTOCOL"),
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from kg.mapping import PaperQuads, content_hash, map_paper
 from kg.model import PaperExtraction, Record, Rejected
 from kg.readers import Item, read_paths, unique
-from kg.store import GraphStore
+from kg.store import GraphStore, StoreError
 
 
 class PaperExtractor(Protocol):
@@ -157,18 +157,38 @@ def ingest_items(
         if progress:
             progress(report)
 
-    for extraction in extractor.extract(to_extract()):
-        quads = map_paper(extraction)
-        (pending if status.get(quads.paper_id) else pending_new).append(quads)
-        if keep_extractions:
-            report.extractions.append(extraction)
-        if len(pending) + len(pending_new) >= write_batch:
-            flush()
-    flush()
-    store.flush()
+    try:
+        for extraction in extractor.extract(to_extract()):
+            quads = map_paper(extraction)
+            (pending if status.get(quads.paper_id) else pending_new).append(quads)
+            if keep_extractions:
+                report.extractions.append(extraction)
+            if len(pending) + len(pending_new) >= write_batch:
+                flush()
+        flush()
+        store.flush()
+    except OSError as exc:
+        # Disk full, a quota, an I/O error: the store stays consistent (each
+        # paper's hash is written last, so a rerun redoes what was cut short), but
+        # the bulk loader may leave its half-written files behind.
+        _remove_bulk_files(store)
+        raise StoreError(
+            f"cannot write to the store: {exc.strerror or exc}; {report.added + report.updated} "
+            "papers were stored before it, run the ingest again once the cause is fixed"
+        ) from exc
     report.quads_after = len(store)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _remove_bulk_files(store: GraphStore) -> None:
+    """Delete the SST files a failed bulk load left in an embedded store's directory
+    (a successful load moves them into the database, so only strays match)."""
+    path = getattr(store, "path", None)
+    if not isinstance(path, Path):
+        return
+    for stray in path.glob("bulk-*.sst"):
+        stray.unlink(missing_ok=True)
 
 
 def _count(items: Iterable[Item], report: IngestReport, seen: set[str]) -> Iterator[Record]:

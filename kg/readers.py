@@ -26,6 +26,12 @@ MAX_ABSTRACT_CHARS = 20_000
 
 MIN_ABSTRACT_CHARS = 20
 
+TOO_DEEP = "not JSON this reader accepts: arrays or objects nested too deeply"
+
+# A lone UTF-16 surrogate (JSON "\udfff") is not text: it cannot be encoded as
+# UTF-8, so it would fail later in IRIs, the store or the extractor.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 _WS = re.compile(r"\s+")
 # Common English function words: abstracts in English use many of them.
 _ENGLISH_WORDS = frozenset(
@@ -81,8 +87,13 @@ def read_paths(paths: Iterable[str | Path]) -> Iterator[Item]:
     for raw in paths:
         path = Path(raw)
         source = str(raw)
-        if not path.exists():
+        try:
+            path.stat()
+        except FileNotFoundError:
             yield Rejected(source, 0, "no such file")
+            continue
+        except OSError as exc:  # a symlink loop (ELOOP), a name too long, no permission…
+            yield Rejected(source, 0, f"cannot read: {exc.strerror or exc}")
             continue
         if path.is_dir():
             yield Rejected(source, 0, "is a directory, not a file")
@@ -173,6 +184,9 @@ def _read_jsonl(path: Path, source: str) -> Iterator[Item]:
         except json.JSONDecodeError as exc:
             yield Rejected(source, number, f"not JSON: {exc.msg} at column {exc.colno}")
             continue
+        except RecursionError:
+            yield Rejected(source, number, TOO_DEEP)
+            continue
         yield record_from_object(obj, source, number)
     if not seen_any:
         yield Rejected(source, 0, "no records")
@@ -197,6 +211,9 @@ def _read_json(path: Path, source: str) -> Iterator[Item]:
     except json.JSONDecodeError as exc:
         yield Rejected(source, 0, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
         return
+    except RecursionError:
+        yield Rejected(source, 0, TOO_DEEP)
+        return
     # OpenReview API exports wrap the notes: {"notes": [...]}.
     if isinstance(obj, dict) and isinstance(obj.get("notes"), list):
         for number, note in enumerate(obj["notes"], start=1):
@@ -217,6 +234,9 @@ def _stream_array(fh: io.TextIOBase, source: str) -> Iterator[Item]:
         if buffer:
             try:
                 obj, end = decoder.raw_decode(buffer)
+            except RecursionError:
+                yield Rejected(source, number + 1, TOO_DEEP)
+                return
             except json.JSONDecodeError as exc:
                 if eof:
                     yield Rejected(source, number + 1, f"not JSON: {exc.msg}")
@@ -310,6 +330,9 @@ def _first(fields: dict[str, Any], *names: str) -> Any:
 
 
 def _make_record(fields: dict[str, Any], source: str, number: int) -> Item:
+    for name, value in fields.items():
+        if _has_surrogate(value):
+            return Rejected(source, number, f"{name} is not valid Unicode (a lone surrogate)")
     abstract = _first(fields, "abstract", "Abstract", "summary", "text")
     if abstract is not None and not isinstance(abstract, str):
         return Rejected(source, number, "abstract is not text")
@@ -341,6 +364,14 @@ def _make_record(fields: dict[str, Any], source: str, number: int) -> Item:
         source=Path(source).name,
         record=number,
     )
+
+
+def _has_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, list):
+        return any(isinstance(v, str) and _SURROGATE.search(v) is not None for v in value)
+    return False
 
 
 def unique(items: Iterable[Item]) -> Iterator[Item]:

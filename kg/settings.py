@@ -80,9 +80,27 @@ class Settings:
     """Recent /sparql results kept per process (``KG_QUERY_CACHE``; 0 disables).
     Entries are keyed by the store generation, so a write invalidates them all."""
     max_request_bytes: int = 16 * 1024 * 1024
-    """Largest body /sparql, /sparql/update and /store accept (``KG_MAX_REQUEST_BYTES``)."""
+    """Largest body /sparql, /sparql/update, /store and POST /papers accept
+    (``KG_MAX_REQUEST_BYTES``), checked while the body streams."""
     query_workers: int = _flag(2, "--query-workers", "Query processes per uvicorn worker.")
     """Processes that evaluate /sparql queries on an embedded store (``KG_QUERY_WORKERS``)."""
+    slow_queries: int = 1
+    """Queries that may run past ``query_budget`` at once (``KG_SLOW_QUERIES``). The pool
+    keeps this many workers beyond ``query_workers``, so slow queries never hold every
+    worker; a query that passes the budget when they are all taken is stopped (503)."""
+    query_budget: float = 0.5
+    """Seconds after which a running query counts as slow (``KG_QUERY_BUDGET``)."""
+    query_queue: int = 64
+    """Queries that may wait for a worker (``KG_QUERY_QUEUE``); more is a 503 with
+    ``Retry-After``."""
+    update_timeout: float = 10.0
+    """Seconds a SPARQL update with a WHERE clause, or the parsing of a Graph Store
+    body, may take (``KG_UPDATE_TIMEOUT``); past it nothing is written (503)."""
+    max_query_depth: int = 128
+    """Deepest nesting a query or update may have (``KG_MAX_QUERY_DEPTH``); deeper is a
+    400, checked before the engine (which would overflow its stack)."""
+    max_json_depth: int = 32
+    """Deepest nesting of a JSON request body (``KG_MAX_JSON_DEPTH``); deeper is a 400."""
     cors_origins: tuple[str, ...] = _flag(
         ("*",), "--cors-origin", "Origin allowed by CORS (repeatable; default any)."
     )
@@ -171,6 +189,12 @@ class Settings:
             raise ValueError("workers and query_workers must be at least 1")
         if self.update_token is not None and len(self.update_token) < 8:
             raise ValueError("update_token must be at least 8 characters")
+        if self.slow_queries < 0 or self.query_queue < 0:
+            raise ValueError("slow_queries and query_queue must not be negative")
+        if self.query_budget <= 0 or self.update_timeout <= 0:
+            raise ValueError("query_budget and update_timeout must be positive")
+        if self.max_query_depth < 8 or self.max_json_depth < 4:
+            raise ValueError("max_query_depth must be at least 8 and max_json_depth at least 4")
 
 
 def env_name(setting: DataclassField[Any]) -> str:

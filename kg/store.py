@@ -31,6 +31,7 @@ from pyoxigraph import (
 
 from kg.mapping import ENTITIES_GRAPH, PaperQuads
 from kg.resources import ontology_dir, queries_dir
+from kg.sparql_text import has_dataset_clause
 from kg.store_common import (
     DEFAULT_STORE,
     GraphStore,
@@ -140,7 +141,8 @@ class EmbeddedStore:
         subs = {Variable(k): v for k, v in substitutions.items()} if substitutions else None
         return self._store.query(
             sparql,
-            use_default_graph_as_union=default_graph is None,
+            # A query's own FROM / FROM NAMED picks its dataset; else the union.
+            use_default_graph_as_union=default_graph is None and not has_dataset_clause(sparql),
             default_graph=_graphs(default_graph),
             named_graphs=_graphs(named_graphs),
             substitutions=subs,

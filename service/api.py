@@ -21,7 +21,7 @@ import threading
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from kg import schema
@@ -31,11 +31,12 @@ from kg.read.base import MAX_FILTER, check_text
 from kg.read.papers import paper_detail, papers_page
 from kg.store import GraphStore
 from service import api_entities, api_queries, pages
-from service.api_entities import Limit, Offset
-from service.deps import get_store, require_update_token
+from service.api_entities import TEXT, Limit, Offset
+from service.deps import get_settings, get_store, read_body, require_update_token
 from service.errors import InvalidParameter, NotFound
 from service.rest_data import MAX_RECORDS, alternates, invalid, page_links, paper_href
 from service.rest_models import IngestResponse, PaperDetail, PaperPage
+from service.safety import parse_json
 
 router = APIRouter()
 log = logging.getLogger("kg.service")
@@ -61,6 +62,7 @@ _entity_filters.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             default=Query(
                 None,
                 max_length=MAX_FILTER,
+                pattern=TEXT,
                 description=f"{k.label}: IRI, type/key, key, label or alias",
             ),
             annotation=str | None,
@@ -76,7 +78,7 @@ async def list_papers(
     given: Annotated[dict[str, str | None], Depends(_entity_filters)],
     q: Annotated[
         str | None,
-        Query(max_length=MAX_FILTER, description="Text in the title or abstract (any case)"),
+        Query(max_length=MAX_FILTER, pattern=TEXT, description="Text in the title or abstract"),
     ] = None,
     limit: Limit = 20,
     offset: Offset = 0,
@@ -176,7 +178,6 @@ async def post_papers(
     request: Request,
     response: Response,
     store: Annotated[GraphStore, Depends(get_store)],
-    body: Annotated[Any, Body()],
 ) -> dict[str, Any]:
     """Extract and store one record or a list of records. A record is an object
     with ``abstract`` (required), ``id``, ``title``, ``authors``, ``year``,
@@ -185,6 +186,8 @@ async def post_papers(
     reported; bad records do not stop the others."""
     from kg.readers import record_from_object  # the JSON-record rules `kg ingest` uses
 
+    # The body is read here, after the token dependency, and bounded while it streams.
+    body = parse_json(await read_body(request), get_settings(request).max_json_depth)
     records = body if isinstance(body, list) else [body]
     if not records:
         raise invalid("body", "the request holds no records")

@@ -31,13 +31,18 @@ router = APIRouter()
 
 Limit = Annotated[int, Query(ge=1, le=MAX_PAGE, description=f"Page size (1–{MAX_PAGE})")]
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Items to skip")]
+# What check_text accepts, declared so that OpenAPI says it too: some
+# non-blank character and no NUL.
+TEXT = r"^[^\x00]*[^\s\x00][^\x00]*$"
 EntityFilter = Annotated[
     str | None,
-    Query(max_length=MAX_FILTER, description="IRI, type/key, key, label or alias"),
+    Query(max_length=MAX_FILTER, pattern=TEXT, description="IRI, type/key, key, label or alias"),
 ]
 Prefix = Annotated[
     str | None,
-    Query(max_length=MAX_FILTER, description="Only labels or aliases starting with this"),
+    Query(
+        max_length=MAX_FILTER, pattern=TEXT, description="Only labels or aliases starting with this"
+    ),
 ]
 
 
@@ -145,10 +150,12 @@ def list_claims(
     metric: EntityFilter = None,
     dataset: EntityFilter = None,
     min_value: Annotated[
-        float | None, Query(allow_inf_nan=False, description="Keep claims stating a number ≥ this")
+        float | None,
+        Query(allow_inf_nan=False, description="Keep claims stating a number ≥ this (≤ max_value)"),
     ] = None,
     max_value: Annotated[
-        float | None, Query(allow_inf_nan=False, description="Keep claims stating a number ≤ this")
+        float | None,
+        Query(allow_inf_nan=False, description="Keep claims stating a number ≤ this (≥ min_value)"),
     ] = None,
     limit: Limit = 20,
     offset: Offset = 0,
@@ -176,7 +183,10 @@ def list_claims(
 @router.get("/search", response_model=SearchResult, tags=["search"], summary="Search")
 def search(
     store: Annotated[GraphStore, Depends(get_store)],
-    q: Annotated[str, Query(min_length=1, max_length=MAX_FILTER, description="Text to look for")],
+    q: Annotated[
+        str,
+        Query(min_length=1, max_length=MAX_FILTER, pattern=TEXT, description="Text to look for"),
+    ],
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Most results of each kind")] = 20,
 ) -> dict[str, Any]:
     """Entities whose label or an alias contains ``q`` — exact matches first, then

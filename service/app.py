@@ -23,14 +23,18 @@ from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 from pyoxigraph import RdfFormat, Store
+from starlette.datastructures import Headers
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kg import __version__
 from kg.store import GraphStore, QueryResult, StoreError, is_remote, open_store
 from service import api, graph, gsp, sparql
+from service.cache import ResultCache
 from service.deps import get_store
-from service.errors import Unavailable, install_error_handlers
-from service.pool import PoolError, QueryPool, ResultCache, Snapshots, snapshot_root
+from service.errors import Unavailable, install_error_handlers, problem_response
+from service.openapi import openapi_builder
+from service.pool import PoolError, QueryPool, Snapshots, snapshot_root
 from service.settings import Settings
 
 log = logging.getLogger("kg.service")
@@ -118,7 +122,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             if raw is not None and not store.read_only
             else None
         )
-        pool = QueryPool(settings.store, settings.query_workers, snapshots)
+        pool = QueryPool(
+            settings.store,
+            settings.query_workers,
+            snapshots,
+            slow_lane=settings.slow_queries,
+            budget=settings.query_budget,
+            queue=settings.query_queue,
+        )
         try:
             await pool.start()
         except PoolError:
@@ -144,6 +155,58 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if pool is not None:
             await pool.close()
         store.close()
+
+
+class ProblemCORSMiddleware(CORSMiddleware):
+    """Starlette's CORS middleware with its preflight refusal (a plain-text 400) as
+    problem details, like every other error."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code < 400:
+            return response
+        detail = bytes(response.body).decode("utf-8", "replace")
+        headers = {
+            k: v for k, v in response.headers.items() if k.lower().startswith("access-control-")
+        }
+        return problem_response(
+            response.status_code,
+            f"the CORS preflight is refused: {detail}",
+            slug="cors-refused",
+            instance=request_headers.get("access-control-request-path") or None,
+            headers=headers,
+        )
+
+
+class HealthCheck:
+    """Pure ASGI middleware, outermost: answers ``GET /health`` before routing,
+    dependencies, the access log or any handler run, from a constant body.
+
+    Queries run in worker processes and parsing in threads, so nothing a client
+    sends holds the event loop; this keeps the liveness answer off every other
+    path too (a slow or stuck route, a full thread pool)."""
+
+    _BODY = b'{"status":"ok"}'
+    _HEADERS = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(_BODY)).encode()),
+        (b"cache-control", b"no-store"),
+    ]
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["path"] == "/health"
+            and scope["method"] in ("GET", "HEAD")
+        ):
+            await send({"type": "http.response.start", "status": 200, "headers": self._HEADERS})
+            body = self._BODY if scope["method"] == "GET" else b""
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
 
 
 class AccessLog:
@@ -244,6 +307,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="SPARQL 1.1 endpoint and REST API over a knowledge graph of ML abstracts.",
         lifespan=lifespan,
     )
+    app.openapi = openapi_builder(app)  # type: ignore[method-assign]
     app.state.settings = settings
     app.state.store = None
     app.state.query_pool = None
@@ -251,7 +315,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     if settings.cors_origins:
         app.add_middleware(
-            CORSMiddleware,
+            ProblemCORSMiddleware,
             allow_origins=list(settings.cors_origins),
             allow_methods=list(settings.cors_methods),
             allow_headers=["Accept", "Content-Type", "Authorization"],
@@ -260,6 +324,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         AccessLog, enabled=logging.getLevelName(settings.log_level.upper()) <= logging.INFO
     )
 
+    app.add_middleware(HealthCheck)  # last added: runs first
     app.add_api_route("/health", health, methods=["GET"], tags=["service"])
     app.add_api_route("/ready", ready, methods=["GET"], tags=["service"])
     app.include_router(sparql.router)

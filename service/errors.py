@@ -23,6 +23,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Match
 
 from kg.read.base import ReadError
 from kg.store import StoreError
@@ -74,6 +75,18 @@ class ForbiddenQuery(BadRequest):
     slug = "forbidden-remote-access"
 
 
+class QueryTooDeep(BadRequest):
+    """A query or update nested past ``KG_MAX_QUERY_DEPTH`` (refused before the engine)."""
+
+    slug = "query-too-deep"
+
+
+class InputTooDeep(BadRequest):
+    """A JSON body nested past ``KG_MAX_JSON_DEPTH``."""
+
+    slug = "input-too-deep"
+
+
 class Unauthorized(Problem):
     status, slug = 401, "unauthorized"
 
@@ -108,6 +121,16 @@ class QueryTimeout(Problem):
 
 class Unavailable(Problem):
     status, slug = 503, "unavailable"
+
+
+class Overloaded(Unavailable):
+    """Admission control refused the request: the queue or the slow lane is full.
+    Always carries ``Retry-After``."""
+
+    slug = "overloaded"
+
+    def __init__(self, detail: str, *, retry_after: int = 1, **extensions: Any) -> None:
+        super().__init__(detail, headers={"Retry-After": str(retry_after)}, **extensions)
 
 
 def problem_body(
@@ -191,12 +214,29 @@ async def _on_validation(request: Request, exc: Exception) -> Response:
 async def _on_http(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
-    return problem_response(
-        exc.status_code,
-        detail,
-        instance=request.url.path,
-        headers=getattr(exc, "headers", None),
-    )
+    headers = dict(getattr(exc, "headers", None) or {})
+    if exc.status_code == 405:
+        # Starlette names the methods of the first route that matched the path
+        # only; GET /papers and POST /papers are two routes.
+        headers["Allow"] = ", ".join(allowed_methods(request))
+    return problem_response(exc.status_code, detail, instance=request.url.path, headers=headers)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route of the app serves at the request's path."""
+    methods: set[str] = set()
+    todo = list(request.app.router.routes)
+    while todo:
+        route = todo.pop()
+        # Included routers (mounted without a prefix here) hold their own routes.
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            todo.extend(inner.routes)
+            continue
+        route_methods = getattr(route, "methods", None)
+        if route_methods and route.matches(request.scope)[0] != Match.NONE:
+            methods |= route_methods
+    return sorted(methods)
 
 
 async def _on_store_error(request: Request, exc: Exception) -> Response:
@@ -204,7 +244,10 @@ async def _on_store_error(request: Request, exc: Exception) -> Response:
     # service is unavailable, which is not the client's fault nor a bug here.
     log.warning("store unavailable on %s %s: %s", request.method, request.url.path, exc)
     return problem_response(
-        503, f"the store is unavailable: {exc}", slug=Unavailable.slug, instance=request.url.path,
+        503,
+        f"the store is unavailable: {exc}",
+        slug=Unavailable.slug,
+        instance=request.url.path,
         headers={"Retry-After": "5"},
     )
 

@@ -52,6 +52,20 @@ class QueryRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class UpdateTrial:
+    """A SPARQL update to run on ``copy``, a private checkpoint of the store, to learn
+    whether it finishes in time (the live store is written only after it does)."""
+
+    query: str
+    base_iri: str | None
+    copy: str
+
+    def at(self, path: str, generation: int) -> UpdateTrial:
+        """The trial reads its own copy, whatever the store's generation."""
+        return self
+
+
+@dataclass(frozen=True, slots=True)
 class Answer:
     """The serialized result."""
 

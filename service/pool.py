@@ -5,6 +5,14 @@ is stopped the only sure way: its worker process is killed and a fresh one
 started. The worker count bounds how many queries evaluate at once; a request
 that finds every worker busy waits, and that wait counts against its timeout.
 
+Admission control, as Fuseki, Virtuoso and GraphDB do it: the pool runs
+``size`` fast-lane workers plus ``slow_lane`` more. A query still running after
+``budget`` seconds moves to the slow lane; when the slow lane is full it is
+stopped (:class:`PoolBusy`, a 503 with ``Retry-After``). So slow queries never
+hold more than ``slow_lane`` workers, and a fast query finds a free worker
+within about ``budget`` seconds however many slow ones arrive. At most
+``queue`` requests wait for a worker; more are refused at once (:class:`PoolBusy`).
+
 Writes happen in the web process; each one bumps :attr:`QueryPool.generation`,
 and a worker reopens its read-only handle before the first query of a newer
 generation, so a query never reads data older than the last write.
@@ -31,11 +39,12 @@ import struct
 import subprocess
 import sys
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Any
 
-from service.messages import Answer, Failure, QueryRequest, Ready, StartFailed
+from kg.sparql_text import tokens
+from service.messages import Answer, Failure, QueryRequest, Ready, StartFailed, UpdateTrial
 
 log = logging.getLogger("kg.service")
 
@@ -50,6 +59,10 @@ class PoolTimeout(Exception):
     """The query did not finish in time; its worker was killed."""
 
 
+class PoolBusy(Exception):
+    """Admission control refused the query: the wait queue or the slow lane is full."""
+
+
 class Snapshots:
     """Checkpoints of a store that another handle in this process writes.
 
@@ -60,6 +73,7 @@ class Snapshots:
         self.store = store  # a pyoxigraph Store opened read-write
         self.root = root
         self.paths: dict[int, Path] = {}
+        self._copies = 0
         shutil.rmtree(root, ignore_errors=True)
         root.mkdir(parents=True)
         # Checkpoints left by a server that was killed (its pid is gone).
@@ -76,6 +90,16 @@ class Snapshots:
             self.store.backup(str(target))
             self.paths[generation] = target
         return self.paths[generation]
+
+    def private_copy(self) -> Path:
+        """A new checkpoint of the store as of now, for one process to write to
+        (an update's trial run); the caller deletes it."""
+        self._copies += 1
+        target = self.root / f"trial-{self._copies}"
+        shutil.rmtree(target, ignore_errors=True)
+        self.store.flush()
+        self.store.backup(str(target))
+        return target
 
     def prune(self, keep: set[int]) -> None:
         """Delete every checkpoint whose generation is not in ``keep``."""
@@ -190,10 +214,26 @@ class _Worker:
 class QueryPool:
     """Worker processes evaluating SPARQL queries on one embedded store."""
 
-    def __init__(self, store_path: str, size: int, snapshots: Snapshots | None = None) -> None:
+    def __init__(
+        self,
+        store_path: str,
+        size: int,
+        snapshots: Snapshots | None = None,
+        *,
+        slow_lane: int = 1,
+        budget: float = 0.5,
+        queue: int = 64,
+    ) -> None:
         self.store_path = store_path
-        self.size = size
+        self.size = size + slow_lane  # processes: the fast lane plus the slow lane
+        self.slow_lane = slow_lane
+        self.budget = budget
+        self.queue = queue
         self.snapshots = snapshots
+        self._waiting = 0  # requests waiting for an idle worker
+        self._slow = 0  # queries running past the budget
+        self._starting: Counter[int] = Counter()  # generations of workers being started
+        self._known_slow: OrderedDict[str, None] = OrderedDict()  # recent slow query shapes
         self.generation = 0
         self._snapshot_lock = asyncio.Lock()
         self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
@@ -220,12 +260,25 @@ class QueryPool:
         async with self._snapshot_lock:
             if generation not in self.snapshots.paths:
                 await asyncio.to_thread(self.snapshots.path_for, generation)
-                busy = {w.generation for w in self._all}
+                busy = {w.generation for w in self._all} | set(self._starting)
                 self.snapshots.prune(busy | {generation})
             return generation, str(self.snapshots.paths[generation])
 
     async def _spawn(self) -> _Worker:
         generation, path = await self._current_path()
+        # Until the new worker is in self._all, nothing else marks its checkpoint
+        # as in use: without this, a newer generation's prune deleted it before
+        # the worker opened it, and the worker was lost.
+        self._starting[generation] += 1
+        try:
+            worker = await self._start(generation, path)
+        finally:
+            self._starting[generation] -= 1
+            if not self._starting[generation]:
+                del self._starting[generation]
+        return worker
+
+    async def _start(self, generation: int, path: str) -> _Worker:
         loop = asyncio.get_running_loop()
         transport, protocol = await loop.subprocess_exec(
             _WorkerProtocol,
@@ -255,12 +308,26 @@ class QueryPool:
         """The store was written: workers reopen before their next query."""
         self.generation += 1
 
-    async def run(self, request: QueryRequest, timeout: float) -> Answer | Failure:
+    async def run(self, request: QueryRequest | UpdateTrial, timeout: float) -> Answer | Failure:
         """Evaluate one request within ``timeout`` seconds (waiting for a worker included)."""
         if self._closed:
             raise PoolError("the query pool is shut down")
         deadline = time.monotonic() + timeout
-        worker = await self._acquire(timeout)
+        shape = fingerprint(request.query)
+        if self._slow >= self.slow_lane and shape in self._known_slow:
+            # It went past the budget before: refused now rather than holding a
+            # fast-lane worker for the budget only to be stopped then.
+            raise PoolBusy(
+                f"this query ran past {self.budget:g} s before and {self._slow} slow "
+                "queries are running, the most this service runs at once"
+            )
+        if self._idle.empty() and self._waiting >= self.queue:
+            raise PoolBusy(f"{self._waiting} queries are already waiting for a worker")
+        self._waiting += 1
+        try:
+            worker = await self._acquire(timeout)
+        finally:
+            self._waiting -= 1
         try:
             if self.snapshots is None:
                 generation, path = self.generation, self.store_path
@@ -273,11 +340,12 @@ class QueryPool:
         request = request.at(path, generation)
         payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
-                reply = await worker.call(payload)
+            reply = await self._evaluate(worker, payload, deadline, shape)
         except TimeoutError:
             self._replace(worker, "timeout")
             raise PoolTimeout("the query ran out of time") from None
+        except PoolBusy:
+            raise  # its worker is already being replaced
         except (PoolError, ConnectionError) as exc:
             self._replace(worker, "died")
             raise PoolError("the query worker died while evaluating the query") from exc
@@ -290,6 +358,48 @@ class QueryPool:
         if not isinstance(reply, Answer | Failure):
             raise PoolError(f"a query worker answered {reply!r}")
         return reply
+
+    async def _evaluate(self, worker: _Worker, payload: bytes, deadline: float, shape: str) -> Any:
+        """The worker's reply, with admission control: a query that runs past the
+        budget moves to the slow lane, or is stopped when the slow lane is full,
+        so slow queries never hold the workers that fast queries need."""
+        call = worker.call(payload)
+        budget = min(self.budget, max(deadline - time.monotonic(), 0.001))
+        done, _ = await asyncio.wait({call}, timeout=budget)
+        if done:
+            return call.result()
+        self._known_slow[shape] = None
+        self._known_slow.move_to_end(shape)
+        while len(self._known_slow) > 512:
+            self._known_slow.popitem(last=False)
+        if time.monotonic() >= deadline:
+            call.cancel()
+            raise TimeoutError
+        if self._slow >= self.slow_lane:
+            call.cancel()
+            self._replace(worker, "slow lane full")
+            raise PoolBusy(
+                f"the query ran past {self.budget:g} s while {self._slow} slow "
+                "queries were running, the most this service runs at once"
+            )
+        self._slow += 1
+        try:
+            async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
+                return await call
+        finally:
+            self._slow -= 1
+
+    async def trial_update(self, text: str, base_iri: str, timeout: float) -> Answer | Failure:
+        """Run an update on a private copy of the store in a worker, within
+        ``timeout``; the live store is untouched whatever happens. Needs a writer
+        (:class:`Snapshots`). Raises like :meth:`run`."""
+        assert self.snapshots is not None
+        async with self._snapshot_lock:
+            copy = await asyncio.to_thread(self.snapshots.private_copy)
+        try:
+            return await self.run(UpdateTrial(text, base_iri, str(copy)), timeout)
+        finally:
+            await asyncio.to_thread(shutil.rmtree, copy, True)
 
     async def _acquire(self, timeout: float) -> _Worker:
         """An idle live worker; one that died while idle is replaced, not used."""
@@ -318,10 +428,17 @@ class QueryPool:
         await old.kill()
         if self._closed:
             return
-        try:
-            self._idle.put_nowait(await self._spawn())
-        except PoolError as exc:  # the store vanished; later queries will wait and time out
-            log.error("cannot replace a query worker: %s", exc)
+        for attempt in range(1, 6):
+            try:
+                self._idle.put_nowait(await self._spawn())
+                return
+            except (PoolError, OSError) as exc:
+                # Retried: a lost worker would shrink the pool for good.
+                log.error("cannot replace a query worker (attempt %d): %s", attempt, exc)
+            if self._closed:
+                return
+            await asyncio.sleep(0.5 * attempt)
+        # The store vanished; later queries wait and time out.
 
     async def close(self) -> None:
         """Stop every worker: close its stdin (it exits), kill it if it does not."""
@@ -341,38 +458,12 @@ class QueryPool:
             self.snapshots.close()
 
 
-class ResultCache:
-    """Recent query results, keyed by everything that determines them — the request
-    and the store generation — so a write makes every older entry unreachable.
-
-    Repeated small lookups (an explorer page, a dashboard) are answered without
-    a worker round trip. Only successful results up to ``max_bytes`` are kept."""
-
-    def __init__(self, entries: int, max_bytes: int = 256 * 1024) -> None:
-        self.entries = entries
-        self.max_bytes = max_bytes
-        self._data: OrderedDict[tuple, tuple[str, bytes]] = OrderedDict()
-
-    @staticmethod
-    def key(generation: int, request: QueryRequest) -> tuple:
-        """The cache key of a request at a store generation."""
-        return request.cache_key(generation)
-
-    def get(self, key: tuple) -> tuple[str, bytes] | None:
-        """The cached (media type, body), or None."""
-        found = self._data.get(key)
-        if found is not None:
-            self._data.move_to_end(key)
-        return found
-
-    def put(self, key: tuple, media_type: str, body: bytes) -> None:
-        """Remember a result (small ones only), evicting the least recently used."""
-        if self.entries <= 0 or len(body) > self.max_bytes:
-            return
-        self._data[key] = (media_type, body)
-        self._data.move_to_end(key)
-        while len(self._data) > self.entries:
-            self._data.popitem(last=False)
+def fingerprint(text: str) -> str:
+    """A query's shape: its tokens without comments and spacing, so the same query
+    sent with a different comment (a cache-buster) is recognised."""
+    if "#" not in text:
+        return " ".join(text.split())
+    return " ".join(tok.text for tok in tokens(text))
 
 
 def default_pool_size() -> int:

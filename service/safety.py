@@ -1,5 +1,8 @@
 """Static checks on SPARQL text before it reaches the store.
 
+:func:`check_depth` refuses (400) a query or update nested deeper than
+``KG_MAX_QUERY_DEPTH``: the engine would overflow its stack on it and crash.
+
 pyoxigraph would evaluate ``SERVICE <iri>`` and ``LOAD <iri>`` by fetching the
 IRI, so a client could make the server issue requests. :func:`check_remote_access`
 finds those keywords with a small tokenizer that understands what is *not*
@@ -14,19 +17,35 @@ does, so ``SERV\\u0049CE`` is caught too.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
+from typing import Any
 
+from kg import sparql_text
 from kg.sparql_text import Token, tokens, unescape
-from service.errors import BadRequest, ForbiddenQuery
+from service.errors import BadRequest, ForbiddenQuery, InputTooDeep, InvalidParameter, QueryTooDeep
 
-__all__ = ["Token", "apply_update_dataset", "check_remote_access", "tokens", "unescape"]
+__all__ = [
+    "Token",
+    "apply_update_dataset",
+    "check_depth",
+    "check_remote_access",
+    "parse_json",
+    "tokens",
+    "unescape",
+]
+
+_keyword = sparql_text.keyword
 
 
-def _keyword(tok: Token) -> str | None:
-    if tok.kind == "word" and ":" not in tok.text:
-        return tok.text.upper()
-    return None
+def check_depth(text: str, limit: int) -> None:
+    """Raise a 400 naming the limit when ``text`` nests deeper than ``limit`` levels
+    (see :mod:`kg.sparql_text`): checked before the engine, which would crash on it."""
+    try:
+        sparql_text.check_depth(text, limit)
+    except sparql_text.QueryTooDeep as exc:
+        raise QueryTooDeep(str(exc), limit=limit, setting="KG_MAX_QUERY_DEPTH") from None
 
 
 def remote_targets(text: str) -> list[tuple[str, str | None]]:
@@ -126,3 +145,41 @@ def apply_update_dataset(
 
 
 _IRI = re.compile(r"<[^<>\"{}|^`\\\x00-\x20]*>")
+
+
+_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def json_depth_exceeds(body: bytes, limit: int) -> bool:
+    """Whether JSON ``body`` nests arrays/objects deeper than ``limit`` (strings skipped).
+
+    Checked before :func:`json.loads`, whose recursion would otherwise decide."""
+    if body.count(b"[") + body.count(b"{") <= limit:
+        return False
+    depth = 0
+    for match in _JSON_TOKEN.finditer(body):
+        char = match.group()
+        if char in (b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                return True
+        elif char in (b"]", b"}"):
+            depth -= 1
+    return False
+
+
+def parse_json(body: bytes, max_depth: int) -> Any:
+    """A JSON request body: 400 past ``max_depth`` levels, 422 when it is not JSON."""
+    if json_depth_exceeds(body, max_depth):
+        raise InputTooDeep(
+            f"the JSON body nests deeper than {max_depth} levels",
+            limit=max_depth,
+            setting="KG_MAX_JSON_DEPTH",
+        )
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidParameter(
+            f"invalid parameter: body: not JSON: {exc}",
+            errors=[{"parameter": "body", "in": "body", "message": f"not JSON: {exc}"}],
+        ) from None

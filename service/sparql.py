@@ -32,8 +32,10 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 
 from kg.queries import default_registry
+from kg.sparql_text import has_where
 from kg.vocab import PREFIXES
 from service import negotiation as neg
+from service.cache import ResultCache
 from service.deps import (
     check_update_token,
     get_settings,
@@ -45,6 +47,7 @@ from service.errors import (
     BadRequest,
     Forbidden,
     NotAcceptable,
+    Overloaded,
     Problem,
     QuerySyntaxError,
     QueryTimeout,
@@ -53,8 +56,8 @@ from service.errors import (
     UnsupportedMediaType,
 )
 from service.messages import Answer, Failure, QueryRequest
-from service.pool import PoolError, PoolTimeout, QueryPool, ResultCache
-from service.safety import apply_update_dataset, check_remote_access
+from service.pool import PoolBusy, PoolError, PoolTimeout, QueryPool
+from service.safety import apply_update_dataset, check_depth, check_remote_access
 from service.worker import render
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -164,6 +167,7 @@ async def query_endpoint(request: Request) -> Response:
                 return _service_description(request, ranges)
         raise BadRequest("the request has no 'query' parameter", parameter="query")
     settings = get_settings(request)
+    check_depth(text, settings.max_query_depth)
     check_remote_access(text, settings.service_allowlist)
     formats = _formats(params, accept)
     default_graph = _iris(params, "default-graph-uri")
@@ -202,6 +206,11 @@ async def query_endpoint(request: Request) -> Response:
             f"the query ran longer than the limit of {timeout:g} s and was stopped",
             limit=timeout,
             setting="KG_QUERY_TIMEOUT",
+        ) from None
+    except PoolBusy as exc:
+        raise Overloaded(
+            f"{exc}: try again shortly",
+            setting="KG_SLOW_QUERIES, KG_QUERY_QUEUE",
         ) from None
     except PoolError as exc:
         # A worker that dies mid-query (e.g. out of memory) was most likely killed
@@ -371,11 +380,18 @@ async def update_endpoint(request: Request) -> Response:
     if text is None:
         raise BadRequest("the request has no 'update' parameter", parameter="update")
     settings = get_settings(request)
+    check_depth(text, settings.max_query_depth)
     check_remote_access(text, settings.service_allowlist)
     text = apply_update_dataset(
         text, _iris(params, "using-graph-uri") or [], _iris(params, "using-named-graph-uri") or []
     )
     base = str(request.url.replace(query="", fragment=""))
+    pool: QueryPool | None = request.app.state.query_pool
+    if pool is not None and pool.snapshots is not None and has_where(text):
+        # pyoxigraph cannot stop a running update: try it on a copy first, in a
+        # worker that can be killed, so one that would outlive the timeout never
+        # starts on the live store (which stays as it was).
+        await _trial(pool, text, base, settings.update_timeout)
     lock: asyncio.Lock = request.app.state.write_lock
     async with lock:
         try:
@@ -389,6 +405,30 @@ async def update_endpoint(request: Request) -> Response:
         finally:
             store_written(request)
     return Response(status_code=204)
+
+
+async def _trial(pool: QueryPool, text: str, base: str, timeout: float) -> None:
+    try:
+        reply = await pool.trial_update(text, base, timeout)
+    except PoolTimeout:
+        raise QueryTimeout(
+            f"the update would run longer than the limit of {timeout:g} s: nothing was written",
+            slug="update-timeout",
+            limit=timeout,
+            setting="KG_UPDATE_TIMEOUT",
+            headers={"Retry-After": "5"},
+        ) from None
+    except PoolBusy as exc:
+        raise Overloaded(f"{exc}: try again shortly; nothing was written") from None
+    except PoolError as exc:
+        raise Unavailable(f"{exc}; nothing was written", slug="query-worker-died") from None
+    if isinstance(reply, Answer):
+        return
+    if reply.kind == "syntax":
+        raise syntax_problem("update", str(reply.detail))
+    if reply.kind == "evaluation":
+        raise BadRequest(f"the update cannot be applied: {reply.detail}", slug="update-evaluation")
+    # A store error on the copy (e.g. no disk space for it): the live store decides.
 
 
 def _update(store: Any, text: str, base: str) -> None:

@@ -32,13 +32,14 @@ from pyoxigraph import (
     QuerySolutions,
     QueryTriples,
     RdfFormat,
+    Store,
     parse,
     parse_query_results,
     serialize,
 )
 
 from kg.store import EmbeddedStore
-from service.messages import Answer, Failure, QueryRequest, Ready, StartFailed
+from service.messages import Answer, Failure, QueryRequest, Ready, StartFailed, UpdateTrial
 
 _HEADER = struct.Struct(">I")
 
@@ -94,6 +95,17 @@ class Evaluator:
             named_graphs=req.named_graphs,
         )
         return render(result, req)
+
+
+def trial_update(req: UpdateTrial) -> Answer:
+    """Apply an update to a private copy of the store (``req.copy``), to learn
+    whether it finishes in time before the web process applies it for real."""
+    store = Store(req.copy)
+    try:
+        store.update(req.query, base_iri=req.base_iri)
+    finally:
+        del store
+    return Answer("", b"")
 
 
 def render(
@@ -202,7 +214,10 @@ def main() -> None:
         if req is None:
             return
         try:
-            reply = evaluator.run(req)
+            if isinstance(req, UpdateTrial):
+                reply: Answer | Failure = trial_update(req)
+            else:
+                reply = evaluator.run(req)
         except SyntaxError as exc:
             reply = Failure("syntax", str(exc))
         except OSError as exc:

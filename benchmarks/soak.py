@@ -1,0 +1,329 @@
+"""A bounded soak of one real server: mixed REST, SPARQL queries, updates and
+slow queries at a fixed concurrency, then the store's integrity.
+
+    nice -n 10 python benchmarks/soak.py                    # 10 minutes, c=32
+    python benchmarks/soak.py --duration 60 --store STORE   # a short run on a copy of STORE
+
+Starts ``kg serve`` (update token set) on a private copy of the store (without
+``--store``: the bundled sample, ingested first). The clients, closed loop:
+
+- 2 send slow queries (three-way cross products; 503s are expected and counted apart);
+- 3 send updates: ``INSERT DATA`` / ``DELETE DATA`` of soak triples, and an update
+  with a ``WHERE`` clause (it runs a trial first);
+- 12 send fast SPARQL queries (lookups, counts, ASK), 15 send REST requests;
+- ``/health`` is sampled once a second.
+
+Reports one JSON object: requests and errors per endpoint (an error is a 5xx
+other than the documented 503s of admission control, or a transport failure),
+p50/p99 per endpoint, the server's RSS (process tree) over time, and at the end
+whether every acknowledged write is in the store (and nothing else), the paper
+count is unchanged and ``kg validate`` passes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks._proc import tree_rss_mb  # noqa: E402
+from tests.helpers import running_server  # noqa: E402
+
+TOKEN = "soak-token-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+SOAK_GRAPH = "urn:soak:graph"
+SLOW = [
+    "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }",
+    "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f FILTER(STR(?c) < STR(?f)) }",
+]
+FAST = [
+    "ASK { ?s ?p ?o }",
+    "SELECT ?p (COUNT(*) AS ?n) WHERE { ?p a <https://w3id.org/mlkg/ontology#Paper> } "
+    "GROUP BY ?p LIMIT 5",
+    "PREFIX kg: <https://w3id.org/mlkg/ontology#> SELECT ?paper ?task WHERE "
+    "{ ?paper kg:addressesTask ?task } LIMIT 20 OFFSET {offset}",
+    "PREFIX skos: <http://www.w3.org/2004/02/skos/core#> SELECT ?e ?label WHERE "
+    "{ ?e skos:prefLabel ?label } ORDER BY ?label LIMIT 10 OFFSET {offset}",
+    "SELECT (COUNT(*) AS ?n) WHERE { GRAPH <https://w3id.org/mlkg/graph/ontology> { ?s ?p ?o } }",
+]
+REST = [
+    "/papers?limit=5&offset={offset}",
+    "/papers?task=unlearning",
+    "/tasks?limit=10",
+    "/methods?limit=10&offset={offset}",
+    "/search?q=learning",
+    "/stats",
+    "/claims?limit=5&offset={offset}",
+    "/papers/{paper}",
+]
+# Documented 503s: admission control refusing or stopping a query.
+EXPECTED_503 = {"overloaded", "query-timeout", "update-timeout"}
+
+
+def _triple(i: int) -> str:
+    return f"GRAPH <{SOAK_GRAPH}> {{ <urn:soak:s{i}> <urn:soak:p> {i} }}"
+
+
+class Stats:
+    """Latencies and outcomes per endpoint label."""
+
+    def __init__(self) -> None:
+        self.latency: dict[str, list[float]] = defaultdict(list)
+        self.status: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        self.errors: list[str] = []
+
+    def note(
+        self, label: str, started: float, response: httpx.Response | None, why: str = ""
+    ) -> None:
+        ms = (time.perf_counter() - started) * 1000
+        self.latency[label].append(ms)
+        if response is None:
+            self.status[label]["transport-error"] += 1
+            self.errors.append(f"{label}: {why}")
+            return
+        code = response.status_code
+        key = str(code)
+        if code == 503:
+            kind = response.json().get("type", "").rsplit("/", 1)[-1]
+            key = f"503 {kind}"
+            if kind not in EXPECTED_503:
+                self.errors.append(f"{label}: 503 {kind}")
+        elif code >= 500:
+            self.errors.append(f"{label}: {code} {response.text[:200]}")
+        self.status[label][key] += 1
+
+    def summary(self) -> dict:
+        out = {}
+        for label, values in sorted(self.latency.items()):
+            ordered = sorted(values)
+            out[label] = {
+                "requests": len(values),
+                "p50_ms": round(statistics.median(ordered), 1),
+                "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 1),
+                "statuses": dict(self.status[label]),
+            }
+        return out
+
+
+async def _call(
+    http: httpx.AsyncClient, stats: Stats, label: str, method: str, url: str, **kw: object
+) -> httpx.Response | None:
+    started = time.perf_counter()
+    try:
+        response = await http.request(method, url, **kw)  # type: ignore[arg-type]
+    except httpx.HTTPError as exc:
+        stats.note(label, started, None, f"{type(exc).__name__}: {exc}")
+        return None
+    stats.note(label, started, response)
+    return response
+
+
+async def soak(base: str, duration: float, concurrency: int, server_pid: int) -> dict:
+    """Drive the server for ``duration`` seconds; the report (without integrity)."""
+    stats = Stats()
+    stop = time.monotonic() + duration
+    rng = random.Random(13)
+    written: set[int] = set()  # soak triples acknowledged as present
+    counter = iter(range(10**9))
+    rss: list[tuple[float, float, int | None]] = []  # (s, MB, live query workers)
+    # Idle connections are dropped before uvicorn's 5 s keep-alive ends, so a
+    # request never races the server closing its connection.
+    limits = httpx.Limits(
+        max_connections=concurrency + 4,
+        max_keepalive_connections=concurrency + 4,
+        keepalive_expiry=3.0,
+    )
+    async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as http:
+        papers = (await http.get("/papers?limit=100")).json()["items"]
+        ids = [p["id"] for p in papers]
+
+        def fill(template: str) -> str:
+            return template.replace("{offset}", str(rng.randrange(0, 50))).replace(
+                "{paper}", rng.choice(ids)
+            )
+
+        async def slow_client(n: int) -> None:
+            while time.monotonic() < stop:
+                query = f"{SLOW[n % len(SLOW)]} # {next(counter)}"
+                await _call(http, stats, "sparql slow", "GET", "/sparql", params={"query": query})
+
+        async def fast_client() -> None:
+            while time.monotonic() < stop:
+                query = fill(rng.choice(FAST))
+                await _call(http, stats, "sparql fast", "GET", "/sparql", params={"query": query})
+
+        async def rest_client() -> None:
+            while time.monotonic() < stop:
+                path = fill(rng.choice(REST))
+                label = "rest " + path.split("?")[0].split("/")[1]
+                await _call(http, stats, label, "GET", path)
+
+        async def update_client(n: int) -> None:
+            headers = {**AUTH, "Content-Type": "application/sparql-update"}
+            while time.monotonic() < stop:
+                if n == 2:
+                    # An update with WHERE (trial first): touches no soak triple.
+                    text = "DELETE { <urn:soak:none> ?p ?o } WHERE { <urn:soak:none> ?p ?o }"
+                    await _call(
+                        http,
+                        stats,
+                        "update where",
+                        "POST",
+                        "/sparql/update",
+                        content=text,
+                        headers=headers,
+                    )
+                    continue
+                if written and rng.random() < 0.4:
+                    i = rng.choice(sorted(written))
+                    text = f"DELETE DATA {{ {_triple(i)} }}"
+                    response = await _call(
+                        http,
+                        stats,
+                        "update data",
+                        "POST",
+                        "/sparql/update",
+                        content=text,
+                        headers=headers,
+                    )
+                    if response is not None and response.status_code == 204:
+                        written.discard(i)
+                else:
+                    i = next(counter)
+                    text = f"INSERT DATA {{ {_triple(i)} }}"
+                    response = await _call(
+                        http,
+                        stats,
+                        "update data",
+                        "POST",
+                        "/sparql/update",
+                        content=text,
+                        headers=headers,
+                    )
+                    if response is not None and response.status_code == 204:
+                        written.add(i)
+
+        async def health() -> None:
+            while time.monotonic() < stop:
+                await _call(http, stats, "health", "GET", "/health")
+                await asyncio.sleep(1)
+
+        async def memory() -> None:
+            started = time.monotonic()
+            while time.monotonic() < stop:
+                ready = await http.get("/ready")
+                workers = ready.json().get("query_workers") if ready.status_code == 200 else None
+                rss.append(
+                    (round(time.monotonic() - started), round(tree_rss_mb(server_pid), 1), workers)
+                )
+                await asyncio.sleep(max(1.0, duration / 40))
+
+        tasks = [slow_client(n) for n in range(2)]
+        tasks += [update_client(n) for n in range(3)]
+        tasks += [fast_client() for _ in range(12)]
+        tasks += [rest_client() for _ in range(concurrency - len(tasks))]
+        await asyncio.gather(*tasks, health(), memory())
+
+        # Integrity: exactly the acknowledged soak triples are there.
+        query = f"SELECT ?o WHERE {{ GRAPH <{SOAK_GRAPH}> {{ ?s <urn:soak:p> ?o }} }}"
+        found = await http.get("/sparql", params={"query": query})
+        present = {int(b["o"]["value"]) for b in found.json()["results"]["bindings"]}
+        paper_count = (await http.get("/papers?limit=1")).json()["total"]
+    warm = [m for t, m, _ in rss if t >= min(60, duration / 4)] or [m for _, m, _ in rss]
+    return {
+        "duration_s": duration,
+        "concurrency": concurrency,
+        "requests": sum(len(v) for v in stats.latency.values()),
+        "errors": len(stats.errors),
+        "error_samples": stats.errors[:10],
+        "endpoints": stats.summary(),
+        "rss_mb": rss,
+        "rss_growth_after_warmup": round(max(warm) / min(warm) - 1, 3) if warm else None,
+        "integrity": {
+            "acknowledged_triples": len(written),
+            "present_triples": len(present),
+            "match": present == written,
+            "papers_before": len(ids) if len(ids) < 100 else None,
+            "papers_after": paper_count,
+        },
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--store", help="Store directory to copy (default: ingest the sample)")
+    ap.add_argument("--duration", type=float, default=600.0, help="Seconds (default 600)")
+    ap.add_argument("-c", "--concurrency", type=int, default=32)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="kg-soak-"))
+    store = work / "store"
+    try:
+        if args.store:
+            shutil.copytree(args.store, store)
+        else:
+            subprocess.run(
+                [sys.executable, "-m", "kg", "ingest", "--store", str(store), "--progress", "none"],
+                cwd=REPO,
+                check=True,
+                capture_output=True,
+            )
+        env = {"KG_UPDATE_TOKEN": TOKEN, "KG_LOG_LEVEL": "warning"}
+        with running_server(store, env=env) as base:
+            pid = _server_pid(base)
+            report = asyncio.run(soak(base, args.duration, args.concurrency, pid))
+        check = subprocess.run(
+            [sys.executable, "-m", "kg", "validate", "--store", str(store)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
+        report["integrity"]["validate_exit"] = check.returncode
+        print(json.dumps(report))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _server_pid(base: str) -> int:
+    """The pid of the process listening on ``base``'s port (the uvicorn server)."""
+    port = int(base.rsplit(":", 1)[1])
+    target = f":{port:04X}"
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[1].endswith(target) and fields[3] == "0A":  # LISTEN
+                inodes.add(fields[9])
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            for fd in (entry / "fd").iterdir():
+                link = os.readlink(fd)
+                if link.startswith("socket:[") and link[8:-1] in inodes:
+                    return int(entry.name)
+        except OSError:
+            continue
+    raise RuntimeError(f"no process listens on {base}")
+
+
+if __name__ == "__main__":
+    main()

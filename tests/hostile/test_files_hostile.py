@@ -1,0 +1,123 @@
+"""Hostile files for ``kg ingest``: each bad record or file is reported in one line
+and the good ones are stored; a full disk is one clean error that leaves no stray
+bulk-load file, and the rerun completes the store."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kg.ingest import ingest
+from kg.readers import read_paths
+from kg.store import open_store
+from tests.helpers import REPO
+
+ABSTRACT = (
+    "We study machine unlearning for large language models. We propose ForgetNet, a "
+    "contrastive learning method that removes the influence of training examples."
+)
+
+
+def _good(path: Path, paper_id: str) -> Path:
+    path.write_text(json.dumps({"id": paper_id, "abstract": ABSTRACT + " " + paper_id}))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("deep-array.json", "[" * 100_000 + "]" * 100_000),
+        ("deep-object.json", '{"a":' * 100_000 + "1" + "}" * 100_000),
+        ("deep-in-array.json", '[{"abstract": "x"}, ' + "[" * 100_000 + "]" * 100_000 + "]"),
+        ("deep-line.jsonl", "[" * 100_000 + "]" * 100_000 + "\n"),
+    ],
+)
+def test_deep_json_file_is_one_rejection_and_the_good_files_are_stored(
+    tmp_path: Path, extractor: object, name: str, content: str
+) -> None:
+    first = _good(tmp_path / "first.json", "good-before")
+    bad = tmp_path / name
+    bad.write_text(content)
+    last = _good(tmp_path / "last.json", "good-after")
+    store = open_store(tmp_path / "store")
+    report = ingest([first, bad, last], store, extractor=extractor)
+    assert report.added == 2
+    reasons = [r.reason for r in report.rejected if r.source == str(bad)]
+    assert any("nested too deeply" in r for r in reasons), reasons
+    assert set(store.paper_ids()) == {"good-before", "good-after"}
+    store.close()
+
+
+def test_lone_surrogates_in_a_file_are_rejected_per_record(
+    tmp_path: Path, extractor: object
+) -> None:
+    path = tmp_path / "records.jsonl"
+    lines = [
+        json.dumps({"id": "bad-abstract", "abstract": ABSTRACT + "\udfff"}),
+        json.dumps({"id": "bad\udfffid", "abstract": ABSTRACT + " two"}),
+        json.dumps({"id": "bad-title", "title": "T\ud800", "abstract": ABSTRACT + " three"}),
+        json.dumps({"id": "fine", "abstract": ABSTRACT + " four"}),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    store = open_store(tmp_path / "store")
+    report = ingest([path], store, extractor=extractor)
+    assert report.added == 1 and list(store.paper_ids()) == ["fine"]
+    assert [r.record for r in report.rejected] == [1, 2, 3]
+    assert all("surrogate" in r.reason for r in report.rejected)
+    store.close()
+
+
+def test_symlink_loop_is_named(tmp_path: Path) -> None:
+    loop = tmp_path / "loop.json"
+    os.symlink(loop, loop)
+    missing = tmp_path / "missing.json"
+    reasons = {r.source: r.reason for r in read_paths([loop, missing])}
+    assert "symbolic links" in reasons[str(loop)]
+    assert reasons[str(missing)] == "no such file"
+
+
+def _limit_file_size(limit: int) -> None:
+    # Writes past the limit fail with EFBIG, as on a full disk (no root or tmpfs needed).
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+def _kg(*args: str, limit: int | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kg", *args, "--progress", "none"]
+        if args[0] == "ingest"
+        else [sys.executable, "-m", "kg", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=(lambda: _limit_file_size(limit)) if limit else None,
+    )
+
+
+@pytest.mark.skipif(not hasattr(resource, "RLIMIT_FSIZE"), reason="needs RLIMIT_FSIZE")
+def test_disk_full_is_one_line_and_the_rerun_completes(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    full = _kg("ingest", "--store", str(store), limit=450_000)
+    assert full.returncode != 0
+    assert "Traceback" not in full.stderr, full.stderr[-2000:]
+    errors = [line for line in full.stderr.splitlines() if line.startswith("kg: error:")]
+    assert len(errors) == 1 and "File too large" in errors[0], full.stderr[-2000:]
+    assert not list(store.glob("bulk-*.sst"))
+    rerun = _kg("ingest", "--store", str(store))
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    fresh = tmp_path / "fresh"
+    assert _kg("ingest", "--store", str(fresh)).returncode == 0
+    exports = [
+        _kg("export", "--format", "nquads", "--store", str(s)).stdout for s in (store, fresh)
+    ]
+    assert sorted(exports[0].splitlines()) == sorted(exports[1].splitlines())
+    shutil.rmtree(fresh)
