@@ -8,7 +8,6 @@ Every command that touches a store takes ``--store`` (a directory, or an
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,7 +27,8 @@ from kg.cli_common import (
 from kg.cli_serve import graph, serve
 from kg.cli_train import eval_, train
 from kg.resources import sample_corpus
-from kg.sparql_text import DEFAULT_MAX_DEPTH, QueryTooDeep, check_depth
+from kg.settings import Settings
+from kg.sparql_text import QueryTooDeep, check_depth
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -222,7 +222,7 @@ def query(sparql: str | None, file: Path | None, fmt: str, store: str) -> None:
         fail("give a query, or -f FILE.rq")
         return
     try:  # the engine would crash on a deeper query
-        check_depth(sparql, int(os.environ.get("KG_MAX_QUERY_DEPTH") or DEFAULT_MAX_DEPTH))
+        check_depth(sparql, Settings.one("max_query_depth"))
     except QueryTooDeep as exc:
         fail(f"bad query: {exc}")
         return
