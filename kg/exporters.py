@@ -111,11 +111,13 @@ def _json(obj: Any) -> bytes:
 
 
 def write_cytoscape(graph: nx.DiGraph) -> bytes:
-    """Cytoscape.js JSON (``elements.nodes``/``.edges``) via networkx's ``cytoscape_data``."""
+    """Cytoscape.js JSON (``elements.nodes``/``.edges``) via networkx's ``cytoscape_data``.
+
+    Read back by ``networkx.cytoscape_graph`` and Cytoscape desktop alike: each node
+    keeps networkx's ``value`` (its key, here the IRI, which the reader needs) and
+    ``name`` (the label Cytoscape shows)."""
     data = nx.cytoscape_data(graph, name="label", ident="id")
     data["data"] = dict(graph.graph)  # networkx gives a list of pairs; Cytoscape wants an object
-    for node in data["elements"]["nodes"]:
-        node["data"].pop("value", None)  # the same IRI again as the node key
     for edge in data["elements"]["edges"]:
         # Stable ids (one edge per ordered pair), so graphs fetched separately merge.
         edge["data"]["id"] = f"{edge['data']['source']} {edge['data']['target']}"

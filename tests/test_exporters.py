@@ -94,10 +94,10 @@ def read_back(name: str, data: bytes) -> tuple[dict[str, dict], list[tuple[str, 
         return dict(g.nodes(data=True)), list(g.edges(data=True))
     if name == "cytoscape":
         doc = json.loads(data)
-        nodes = {n["data"]["id"]: n["data"] for n in doc["elements"]["nodes"]}
-        edges = [(e["data"]["source"], e["data"]["target"], e["data"])
-                 for e in doc["elements"]["edges"]]
-        return nodes, edges
+        assert isinstance(doc["data"], dict)  # Cytoscape desktop wants an object here
+        g = nx.cytoscape_graph(doc)
+        assert all(attrs["id"] == node for node, attrs in g.nodes(data=True))
+        return dict(g.nodes(data=True)), list(g.edges(data=True))
     if name == "d3":
         doc = json.loads(data)
         nodes = {n["id"]: n for n in doc["nodes"]}
