@@ -295,6 +295,17 @@ def test_search_query_binds_its_text_as_a_literal(store: GraphStore) -> None:
 # ------------------------------------------------------------------ DOT quoting
 
 
+@pytest.mark.parametrize("focus", [None, "unlearning"])
+def test_dot_renders_a_readable_picture(store: GraphStore, unlearning: dict, focus) -> None:  # noqa: ANN001
+    """`dot -Tpng file.dot` used to draw a strip (375:1 for the whole sample)."""
+    request = GraphRequest(focus=unlearning["iri"], depth=2) if focus else GraphRequest()
+    # The `dot` command, no -K: the file itself must choose the layout.
+    drawn = _dot_json(write_dot(build_graph(store, request)))
+    x0, y0, x1, y1 = (float(v) for v in drawn["bb"].split(","))
+    width, height = x1 - x0, y1 - y0
+    assert max(width, height) / min(width, height) <= 4, (width, height)
+
+
 def test_dot_quotes_hostile_labels() -> None:
     graph = nx.DiGraph()
     nasty = 'a "quoted" \\ back\\slash\nnew line; {braces} -> arrow'
