@@ -251,6 +251,20 @@ def test_search(client: TestClient) -> None:
     assert_problem(client.get("/search?q="), 422)
 
 
+def test_search_finds_papers_by_abstract_ranked(client: TestClient) -> None:
+    # The sample has no titles: papers are found by their abstracts (as /papers?q= does).
+    result = get(client, "/search?q=unlearning&limit=50")
+    by_text = get(client, "/papers?q=unlearning&limit=50")
+    assert {p["id"] for p in result["papers"]} == {p["id"] for p in by_text["items"]}
+    assert len(result["papers"]) >= 3
+    # Ranked: the papers that say it most often come first.
+    counts = []
+    for paper in result["papers"]:
+        abstract = get(client, paper["href"])["abstract"].lower()
+        counts.append(abstract.count("unlearning"))
+    assert counts == sorted(counts, reverse=True), counts
+
+
 def test_stats(client: TestClient) -> None:
     stats = get(client, "/stats?top=5")
     assert stats["counts"]["papers"] == 37
