@@ -45,7 +45,8 @@ def normalise_text(text: str) -> str:
 
 
 def derived_id(abstract: str) -> str:
-    """A stable id for a paper the source gives no id for: a hash of its abstract."""
+    """A paper's id: a hash of its whitespace-folded abstract (the source's own id,
+    if any, is kept beside it as ``Record.source_id``)."""
     return hashlib.sha256(normalise_text(abstract).encode("utf-8")).hexdigest()[:12]
 
 
@@ -330,7 +331,8 @@ def _make_record(fields: dict[str, Any], source: str, number: int) -> Item:
         except ValueError:
             year = None
     return Record(
-        id=given or derived_id(abstract),
+        id=derived_id(abstract),
+        source_id=given,
         abstract=abstract.strip(),
         title=_text(_first(fields, "title", "Title")),
         authors=_list(_first(fields, "authors", "author", "authorids")),

@@ -19,6 +19,7 @@ from fastapi.responses import RedirectResponse
 
 from kg import schema
 from kg.queries import MAX_STRING
+from kg.read.papers import resolve_paper_id
 from kg.store import GraphStore
 from kg.vocab import paper_graph
 from service import negotiation
@@ -265,9 +266,10 @@ def deref_paper(
     HTML for browsers, Turtle, N-Triples, RDF/XML or JSON-LD (the paper's named
     graph plus its entities' labels), or a 303 to ``/papers/{id}`` for
     ``application/json``. Served directly (no redirect) with ``Vary: Accept``."""
-    detail = paper_detail(store, paper_id)
+    detail = paper_detail(store, resolve_paper_id(store, paper_id))
     if detail is None:
         raise NotFound(f"no paper with id {paper_id!r}", slug="unknown-paper")
+    paper_id = detail["id"]
     path = "/id/paper/" + quote(paper_id, safe="")
     json_href = paper_href(paper_id)
     return _deref(

@@ -151,7 +151,9 @@ def test_killed_ingest_keeps_what_was_stored(tmp_path: Path) -> None:
     with source.open("w") as fh:
         for round_ in range(4):
             for i, text in enumerate(abstracts):
-                fh.write(json.dumps({"id": f"r{round_}-{i}", "abstract": text}) + "\n")
+                # Each round's abstracts differ: the same abstract would be one paper.
+                record = {"id": f"r{round_}-{i}", "abstract": f"{text} Round {round_}."}
+                fh.write(json.dumps(record) + "\n")
     store = str(tmp_path / "store")
     proc = subprocess.Popen(
         [
