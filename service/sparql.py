@@ -4,7 +4,7 @@
   ``application/sparql-query``) with ``default-graph-uri``/``named-graph-uri``;
   without a query, a service description (RDF Accept) or the query editor (HTML).
 - ``POST /sparql/update``: updates, only with the update token.
-- ``GET /sparql/examples``: the editor's prefixes and example queries (``queries/*.rq``).
+- ``GET /sparql/examples``: the editor's prefixes and example queries (``queries/examples/``).
 
 The query handlers are plain Starlette endpoints rather than FastAPI operations:
 they read the raw request themselves (the protocol's rules on repeated
@@ -400,17 +400,25 @@ def _update(store: Any, text: str, base: str) -> None:
 # ---------------------------------------------------------------- examples
 
 
+EXAMPLES = "examples"
+"""The editor's examples: ``queries/examples/*.rq``, written for people (labels, not
+bare IRIs). The REST API's own queries are not offered: run with their parameters
+unbound they answer little. The registry parses these files at start-up too."""
+
+
 async def examples_endpoint(request: Request) -> Response:
-    """The editor's prefixes and example queries: the public named queries, as the
+    """The editor's prefixes and example queries: ``queries/examples/*.rq`` as the
     query registry parsed them (one header parser: :mod:`kg.queries`)."""
+    prefix = EXAMPLES + "/"
     examples = [
         {
-            "name": query.name,
+            "name": query.name.removeprefix(prefix),
             "title": query.title,
             "description": query.description,
             "query": query.sparql,
         }
-        for query in default_registry().public()
+        for query in default_registry().all()
+        if query.name.startswith(prefix)
     ]
     return JSONResponse({"prefixes": PREFIXES, "examples": examples})
 
