@@ -320,6 +320,21 @@ _FORMAT_IRIS = {
 }
 
 
+def _allowed(settings: Any) -> list[str]:
+    """What this server allows, in words, for the service description's comment."""
+    allowed = settings.service_allowlist
+    return [
+        "Updates (SPARQL Update, Graph Store Protocol) need the bearer token."
+        if settings.writable
+        else "Read-only: no update token is configured.",
+        f"SERVICE and LOAD may name only: {', '.join(allowed)}."
+        if allowed
+        else "SERVICE and LOAD are refused (no endpoint is on the allow-list).",
+        f"Queries time out after {settings.query_timeout:g} s and return at most "
+        f"{settings.result_limit} rows.",
+    ]
+
+
 def _service_description(request: Request, ranges: list[neg.Range]) -> Response:
     fmt = neg.choose(ranges, neg.GRAPH_FORMATS)
     if fmt is None:
@@ -336,16 +351,15 @@ def _service_description(request: Request, ranges: list[neg.Range]) -> Response:
         Triple(service, sd("endpoint"), endpoint),
         Triple(service, sd("supportedLanguage"), sd("SPARQL11Query")),
         Triple(service, sd("feature"), sd("UnionDefaultGraph")),
-        Triple(service, sd("feature"), sd("BasicFederatedQuery")),
         Triple(
             service,
             NamedNode("http://www.w3.org/2000/01/rdf-schema#comment"),
-            Literal(
-                f"Read-only unless an update token is configured; queries time out after "
-                f"{settings.query_timeout:g} s and return at most {settings.result_limit} rows."
-            ),
+            Literal(" ".join(_allowed(settings))),
         ),
     ]
+    # SERVICE is refused unless the allow-list names an endpoint: only then federate.
+    if settings.service_allowlist:
+        triples.append(Triple(service, sd("feature"), sd("BasicFederatedQuery")))
     if settings.writable:
         triples.append(Triple(service, sd("supportedLanguage"), sd("SPARQL11Update")))
     for media in _FORMAT_IRIS.values():

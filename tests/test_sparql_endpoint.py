@@ -158,6 +158,8 @@ def test_unknown_format_parameter_is_400(base: str) -> None:
 def test_service_description_and_editor(base: str) -> None:
     sd = httpx.get(base + "/sparql", headers={"Accept": "text/turtle"})
     assert sd.status_code == 200
+    # SERVICE is refused by default: no federation is advertised, and the comment says so.
+    assert "BasicFederatedQuery" not in sd.text and "SERVICE and LOAD are refused" in sd.text
     assert sd.headers["content-type"].startswith("text/turtle")
     triples = list(parse(sd.content, RdfFormat.TURTLE))
     assert any(t.object.value.endswith("#SPARQL11Query") for t in triples)
@@ -207,3 +209,18 @@ def _first_paper_graph(base: str) -> str:
     query = f"PREFIX kg: <{KG}> SELECT ?g {{ GRAPH ?g {{ ?p a kg:Paper }} }} ORDER BY ?g LIMIT 1"
     response = httpx.get(base + "/sparql", params={"query": query})
     return response.json()["results"]["bindings"][0]["g"]["value"]
+
+
+def test_service_description_follows_the_allow_list(sample_store: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    allowed = "https://query.wikidata.org/sparql"
+    settings = Settings(store=str(sample_store), query_workers=1, log_level="warning",
+                        service_allowlist=(allowed,))
+    with TestClient(create_app(settings)) as client:
+        sd = client.get("/sparql", headers={"Accept": "text/turtle"})
+    assert sd.status_code == 200
+    assert "BasicFederatedQuery" in sd.text and allowed in sd.text
