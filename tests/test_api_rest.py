@@ -351,6 +351,23 @@ def test_dereference_paper(client: TestClient) -> None:
     assert redirect.status_code == 303 and redirect.headers["location"] == paper["href"]
 
 
+def test_paper_page_renders_latex_as_text(client: TestClient) -> None:
+    # The abstract as given keeps its LaTeX (offsets point into it); the page shows text.
+    papers = get(client, "/papers?limit=100")["items"]
+    with_latex = [d for d in (get(client, p["href"]) for p in papers) if "$" in d["abstract"]]
+    assert with_latex, "the sample has abstracts with inline LaTeX"
+    for detail in with_latex:
+        html = client.get("/id/paper/" + detail["id"], headers={"Accept": "text/html"}).text
+        abstract = html.split('<p class="abstract">', 1)[1].split("</p>", 1)[0]
+        assert "$" not in abstract and "\\%" not in abstract and "\\times" not in abstract
+        assert "<mark" in abstract or not any(detail[g] for g in ("tasks", "methods"))
+    shown = "".join(
+        client.get("/id/paper/" + d["id"], headers={"Accept": "text/html"}).text
+        for d in with_latex
+    )
+    assert "×" in shown
+
+
 def test_dereference_entity(client: TestClient) -> None:
     task = top_entity(client, "task")
     path = f"/id/task/{task['key']}"
