@@ -137,6 +137,8 @@ class Claim:
             "values": [v.to_json() for v in self.values],
             "metric": self.metric.label if self.metric else None,
             "dataset": self.dataset.label if self.dataset else None,
+            # What the claim compares against: the store records it as kg:comparedTo.
+            "baseline": self.baseline.label if self.baseline else None,
         }
 
 

@@ -484,3 +484,25 @@ def test_entity_by_iri(client: TestClient) -> None:
     assert response.status_code == 303 and response.headers["location"] == task["href"]
     assert_problem(client.get("/entities", params={"iri": "https://example.org/x"}), 404)
     assert_problem(client.get("/entities"), 422)
+
+
+def test_extract_output_carries_the_baseline_the_store_records(
+    client: TestClient, extractor  # noqa: ANN001
+) -> None:
+    # REST shows each claim's baseline (kg:comparedTo); `kg extract` output must too.
+    from kg.readers import read_paths, unique
+    from kg.resources import sample_corpus
+
+    stored = {
+        (c["paper"]["id"], c["text"]): c["baseline"]
+        for offset in range(0, 1000, 200)
+        for c in get(client, f"/claims?limit=200&offset={offset}")["items"]
+    }
+    assert any(stored.values()), "the sample has claims with a baseline"
+    records = [r for r in unique(read_paths(sample_corpus())) if hasattr(r, "abstract")]
+    extracted = {
+        (paper.record.id, claim["text"]): claim["baseline"]
+        for paper in extractor.extract(records)
+        for claim in paper.to_json()["claims"]
+    }
+    assert extracted == stored

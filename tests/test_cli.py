@@ -29,7 +29,9 @@ EXTRACT_KEYS = {
     "claims",
 }
 ENTITY_KEYS = {"label", "iri", "mentions"}
-CLAIM_KEYS = {"text", "start", "end", "kind", "subject", "values", "metric", "dataset"}
+CLAIM_KEYS = {
+    "text", "start", "end", "kind", "subject", "values", "metric", "dataset", "baseline",
+}
 
 
 def kg(
