@@ -167,6 +167,10 @@ def test_killed_ingest_keeps_what_was_stored(tmp_path: Path) -> None:
             store,
             "--batch-size",
             "4",
+            # One process: SIGKILL reaches only this one, and spaCy's n_process
+            # workers would be left behind (a terminal's Ctrl-C stops them all).
+            "-j",
+            "1",
             "--progress",
             "lines",
             str(source),
