@@ -8,6 +8,7 @@ Every command that touches a store takes ``--store`` (a directory, or an
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -60,10 +61,54 @@ def _progress_printer(mode: str) -> Callable[[Any], None] | None:
     return show
 
 
-@main.command()
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, not the whole machine)."""
+    counter = getattr(os, "process_cpu_count", None)  # Python 3.13+
+    if counter is not None:
+        return counter() or 1
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def _ingest_help() -> str:
+    """``kg ingest --help``: the formats and the field names the readers accept."""
+    from kg.readers import FIELD_NAMES
+
+    fields = "\n".join(
+        f"  {field:<9} {', '.join(names)}" + ("   (required)" if field == "abstract" else "")
+        for field, names in FIELD_NAMES.items()
+    )
+    return f"""Extract PATHS (default: the bundled ICLR 2026 sample) into the store.
+
+\b
+Formats, by file suffix:
+  .jsonl/.ndjson  one JSON object per line
+  .json           an array of objects, or an OpenReview export ({{"notes": [...]}})
+  .csv/.tsv       a header row, then one record per row
+  other (.txt)    a header line, then one abstract per blank-line-separated paragraph
+
+\b
+Fields (JSON keys or CSV columns; the first one present wins; authors and
+keywords as a list, or one string split on ; or ,):
+{fields}
+
+OpenReview notes are read from their "content" (API v1 or v2). A paper's id is
+the hash of its abstract, so the same abstract twice is one paper; an id the
+record gives is kept as the paper's source id.
+"""
+
+
+@main.command(help=_ingest_help())
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @STORE_OPTION
-@click.option("--processes", "-j", default=1, show_default=True, help="spaCy worker processes.")
+@click.option(
+    "--processes",
+    "-j",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Extraction processes (default: the CPUs this process may use).",
+)
 @click.option("--batch-size", default=256, show_default=True, help="Papers per write batch.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option(
@@ -91,20 +136,20 @@ def _progress_printer(mode: str) -> Callable[[Any], None] | None:
 def ingest(
     paths: tuple[str, ...],
     store: str,
-    processes: int,
+    processes: int | None,
     batch_size: int,
     as_json: bool,
     progress: str,
     engine: str,
     scheduler: str | None,
 ) -> None:
-    """Extract PATHS (default: the bundled ICLR 2026 sample) into the store."""
     from kg.engines import make_extractor
     from kg.ingest import ingest as run_ingest
 
     targets = list(paths) or [str(p) for p in sample_corpus()]
     graph = open_for_writing(store)
     show = _progress_printer(progress)
+    processes = processes or available_cpus()
     extractor = make_extractor(engine, processes=processes, scheduler=scheduler)
     try:
         report = run_ingest(
@@ -122,14 +167,46 @@ def ingest(
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
+        # Rejected records were read too; a file that could not be read (record 0) was not.
+        bad_records = sum(1 for r in report.rejected if r.record > 0)
+        bad_files = len(report.rejected) - bad_records
         click.echo(
-            f"papers read {report.read:,}: added {report.added:,}, updated {report.updated:,}, "
-            f"unchanged {report.unchanged:,}, duplicates {report.duplicates:,}, "
-            f"rejected {len(report.rejected):,}\n"
+            f"papers read {report.read + bad_records:,}: added {report.added:,}, "
+            f"updated {report.updated:,}, unchanged {report.unchanged:,}, "
+            f"duplicates {report.duplicates:,}, rejected {bad_records:,}"
+            + (f", files skipped {bad_files:,}" if bad_files else "")
+            + "\n"
             f"triples {report.quads_after:,} ({report.quads_after - report.quads_before:+,}) "
             f"in {report.seconds:.1f} s"
         )
     if report.stored == 0 and (report.rejected or report.read == 0):
+        sys.exit(1)
+
+
+# ---------------------------------------------------------------- delete
+
+
+@main.command()
+@click.argument("papers", nargs=-1, required=True)
+@STORE_OPTION
+def delete(papers: tuple[str, ...], store: str) -> None:
+    """Delete PAPERS from the store: each a paper id, its IRI, or the id its source
+    gave. Entities stay (with one paper fewer). Exit 1 if any is not found."""
+    from kg.ingest import delete_paper
+
+    graph = open_for_writing(store)
+    missing = 0
+    try:
+        for given in papers:
+            deleted = delete_paper(graph, given)
+            if deleted is None:
+                click.echo(f"kg: no paper {given!r} in {store}", err=True)
+                missing += 1
+            else:
+                click.echo(f"deleted paper {deleted}")
+    finally:
+        graph.close()
+    if missing:
         sys.exit(1)
 
 
@@ -139,7 +216,14 @@ def ingest(
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @click.option(
-    "--format", "fmt", type=click.Choice(["jsonl", "table"]), default="jsonl", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "table"]),
+    default="jsonl",
+    show_default=True,
+    help="jsonl: one JSON object per paper (id, title, abstract, tasks, methods, "
+    "proposed_methods, datasets, metrics, claims), what shared/tools/score_extraction.py "
+    "reads; table: a summary per paper for people.",
 )
 @click.option("--processes", "-j", default=1, show_default=True, help="spaCy worker processes.")
 def extract(paths: tuple[str, ...], fmt: str, processes: int) -> None:
@@ -254,14 +338,27 @@ def _cell(term: Any) -> str:
     return str(getattr(term, "value", term))
 
 
+CELL_WIDTH = 60
+"""Widest table column; longer cells are cut and end in "…" (--format csv/json: whole)."""
+
+
+def _fit(text: str, width: int) -> str:
+    if len(text) > width:
+        return text[: width - 1] + "…"
+    return text.ljust(width)
+
+
 def _print_table(solutions: QuerySolutions) -> None:
     names = [v.value for v in solutions.variables]
-    rows = [[_cell(s[n]) for n in names] for s in solutions]
-    widths = [min(60, max([len(n)] + [len(r[i]) for r in rows])) for i, n in enumerate(names)]
+    # Whitespace folded: a newline inside a cell would break the table.
+    rows = [[" ".join(_cell(s[n]).split()) for n in names] for s in solutions]
+    widths = [
+        min(CELL_WIDTH, max([len(n)] + [len(r[i]) for r in rows])) for i, n in enumerate(names)
+    ]
     click.echo("  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)))
     click.echo("  ".join("-" * w for w in widths))
     for row in rows:
-        click.echo("  ".join(c[:w].ljust(w) for c, w in zip(row, widths, strict=True)))
+        click.echo("  ".join(_fit(c, w) for c, w in zip(row, widths, strict=True)))
     click.echo(f"({len(rows)} rows)")
 
 

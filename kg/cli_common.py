@@ -32,10 +32,23 @@ def open_for_reading(location: str) -> GraphStore:
         raise  # unreachable; keeps type checkers calm
 
 
+BUSY_ADVICE = """the store is in use by another process, most likely `kg serve` (an
+embedded store has one writer at a time). Either
+  - stop the server, run this again, then start the server again; or
+  - send the papers to the running server (it needs KG_UPDATE_TOKEN):
+      curl -X POST -H "Authorization: Bearer $KG_UPDATE_TOKEN" \\
+           -H "Content-Type: application/json" --data @papers.json http://127.0.0.1:8000/papers
+  - or keep the data in a SPARQL server both can write to, e.g. `oxigraph serve`,
+    and give both `--store http://…` (docs/scaling.md)."""
+
+
 def open_for_writing(location: str, *, read_only: bool = False) -> GraphStore:
     try:
         return open_store(location, read_only=read_only)
     except StoreError as exc:
+        # RocksDB's words for a lock held by another process.
+        if "LOCK" in str(exc) or "Resource temporarily unavailable" in str(exc):
+            fail(f"{exc}\n{BUSY_ADVICE}")
         fail(str(exc))
         raise  # unreachable; keeps type checkers calm
 

@@ -78,8 +78,10 @@ def eval_(
 @click.option(
     "--output",
     type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Where to write the model (default: the package's kg/extraction/model).",
+    default=Path("kg-recogniser"),
+    show_default=True,
+    help="Directory to write the model to (relative to the current directory). The "
+    "installed model is replaced only when asked: --output kg/extraction/model.",
 )
 @click.option("--epochs", default=70, show_default=True)
 @click.option("--seed", default=0, show_default=True)
@@ -103,7 +105,7 @@ def eval_(
 @click.option("--patience", default=15, show_default=True)
 def train(
     scierc_dir: Path,
-    output: Path | None,
+    output: Path,
     epochs: int,
     seed: int,
     include_dev: bool,
@@ -114,13 +116,12 @@ def train(
     patience: int,
 ) -> None:
     """Train the entity recogniser on SciERC (see docs/extraction.md)."""
-    from kg.extraction.extractor import MODEL_DIR
     from kg.training import train as run_train
 
     best = run_train(
         scierc_dir / "train.jsonl",
         scierc_dir / "dev.jsonl",
-        output or MODEL_DIR,
+        output,
         epochs=epochs,
         seed=seed,
         include_dev=include_dev,
@@ -132,3 +133,4 @@ def train(
         log=lambda line: click.echo(line, err=True),
     )
     click.echo(json.dumps({k: round(v, 4) for k, v in best.items()}))
+    click.echo(f"kg: model written to {output}", err=True)

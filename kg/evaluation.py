@@ -39,7 +39,7 @@ from kg import latex, schema
 from kg.extraction.canonical import canonical_key, singular
 from kg.extraction.values import parse_value
 from kg.model import EntityType, PaperExtraction, Record
-from kg.readers import derived_id, read_paths, unique
+from kg.readers import read_paths, unique
 
 FIELDS = ("proposed", *(r.key for _, r in schema.groups() if not r.proposed))
 """The gold annotation's entity fields: ``proposed`` and one per kind (:mod:`kg.schema`)."""
@@ -339,7 +339,7 @@ def score_paper(
     if verbose and value_errors:
         errors["claim_values"] = value_errors
     if errors:
-        report.errors[paper.record.id] = errors
+        report.errors[paper.record.external_id] = errors
 
 
 def _unit_for(number: float | None, predicted: Counter[tuple[Any, ...]]) -> str | None:
@@ -354,8 +354,8 @@ def records_by_id(paths: Iterable[str | Path]) -> dict[str, Record]:
     out: dict[str, Record] = {}
     for item in unique(read_paths(paths)):
         if isinstance(item, Record):
+            out.setdefault(item.external_id, item)
             out.setdefault(item.id, item)
-            out.setdefault(derived_id(item.abstract), item)
     return out
 
 

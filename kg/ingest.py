@@ -13,11 +13,14 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import unquote
 
 from kg.mapping import PaperQuads, content_hash, map_paper
 from kg.model import PaperExtraction, Record, Rejected
+from kg.queries import rows, run
 from kg.readers import Item, read_paths, unique
 from kg.store import GraphStore, StoreError
+from kg.vocab import ID_PREFIX
 
 
 class PaperExtractor(Protocol):
@@ -191,6 +194,20 @@ def _remove_bulk_files(store: GraphStore) -> None:
         stray.unlink(missing_ok=True)
 
 
+def delete_paper(store: GraphStore, given: str) -> str | None:
+    """Delete one paper, named by its id, its IRI or the id its source gave; the
+    deleted paper's id, or None when no paper answers to ``given``."""
+    prefix = ID_PREFIX + "paper/"
+    if given.startswith(prefix):
+        given = unquote(given[len(prefix) :])
+    if store.delete_paper(given):
+        return given
+    found = rows(run(store, "paper-by-source-id", {"source": given}))
+    if found and store.delete_paper(found[0]["id"].value):
+        return found[0]["id"].value
+    return None
+
+
 def _count(items: Iterable[Item], report: IngestReport, seen: set[str]) -> Iterator[Record]:
     for item in items:
         if isinstance(item, Rejected):
@@ -206,6 +223,7 @@ def _count(items: Iterable[Item], report: IngestReport, seen: set[str]) -> Itera
 
 __all__ = [
     "IngestReport",
+    "delete_paper",
     "PaperExtractor",
     "default_extractor",
     "ingest",

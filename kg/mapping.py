@@ -52,6 +52,7 @@ def content_hash(record: Record, extractor_version: str) -> str:
     payload = json.dumps(
         [
             record.id,
+            record.source_id,
             record.abstract,
             record.title,
             list(record.authors),
@@ -115,6 +116,8 @@ def map_paper(extraction: PaperExtraction) -> PaperQuads:
         add(p, SCHEMA.url, Literal(record.url))
     if record.source:
         add(p, KG.sourceFile, Literal(record.source))
+    if record.source_id:
+        add(p, KG.sourceId, Literal(record.source_id))
     add(p, KG.contentHash, Literal(content_hash(record, version)))
     add(p, KG.extractorVersion, Literal(version))
 

@@ -22,7 +22,12 @@ ClaimKind = schema.ClaimKind
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """One paper as read from a source file, before any extraction."""
+    """One paper as read from a source file, before any extraction.
+
+    ``id`` is the paper's identity in the graph: the hash of its abstract
+    (:func:`kg.readers.derived_id`), so the same abstract in two files is one paper
+    whether or not a file gives an id. The id a source gives (an OpenReview forum
+    id, a DOI…) is kept as ``source_id``."""
 
     id: str
     abstract: str
@@ -34,6 +39,12 @@ class Record:
     url: str | None = None
     source: str = ""
     record: int = 0
+    source_id: str | None = None
+
+    @property
+    def external_id(self) -> str:
+        """The id the source gave, else the paper id: what gold files and users know."""
+        return self.source_id or self.id
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +137,8 @@ class Claim:
             "values": [v.to_json() for v in self.values],
             "metric": self.metric.label if self.metric else None,
             "dataset": self.dataset.label if self.dataset else None,
+            # What the claim compares against: the store records it as kg:comparedTo.
+            "baseline": self.baseline.label if self.baseline else None,
         }
 
 
@@ -153,7 +166,7 @@ class PaperExtraction:
             return [e.to_json() for e in items]
 
         out: dict[str, Any] = {
-            "id": self.record.id,
+            "id": self.record.external_id,
             "title": self.record.title,
             "abstract": self.record.abstract,
         }

@@ -44,6 +44,18 @@ _ENGLISH_WORDS = frozenset(
 
 Item = Record | Rejected
 
+FIELD_NAMES: dict[str, tuple[str, ...]] = {
+    "abstract": ("abstract", "Abstract", "summary", "text"),
+    "id": ("id", "paper_id", "forum_id", "forum", "doc_key", "arxiv_id", "doi"),
+    "title": ("title", "Title"),
+    "authors": ("authors", "author", "authorids"),
+    "year": ("year", "publication_year"),
+    "venue": ("venue", "venueid", "conference"),
+    "keywords": ("keywords", "keyword"),
+    "url": ("url", "openreview_url", "link", "pdf"),
+}
+"""The JSON keys or CSV columns read for each field; the first one present wins."""
+
 
 def normalise_text(text: str) -> str:
     """Whitespace-folded, stripped text: the basis of derived paper ids."""
@@ -51,7 +63,8 @@ def normalise_text(text: str) -> str:
 
 
 def derived_id(abstract: str) -> str:
-    """A stable id for a paper the source gives no id for: a hash of its abstract."""
+    """A paper's id: a hash of its whitespace-folded abstract (the source's own id,
+    if any, is kept beside it as ``Record.source_id``)."""
     return hashlib.sha256(normalise_text(abstract).encode("utf-8")).hexdigest()[:12]
 
 
@@ -260,6 +273,16 @@ def _read_csv(path: Path, source: str, delimiter: str) -> Iterator[Item]:
     try:
         with path.open("r", encoding="utf-8-sig", newline="") as fh:
             reader = csv.DictReader(fh, delimiter=delimiter)
+            columns = reader.fieldnames or []
+            if columns and not set(columns) & set(FIELD_NAMES["abstract"]):
+                # Otherwise every row would be rejected, one line each, for "no abstract".
+                yield Rejected(
+                    source,
+                    0,
+                    f"no abstract column (columns: {', '.join(columns)}; "
+                    f"accepted for the abstract: {', '.join(FIELD_NAMES['abstract'])})",
+                )
+                return
             number = 0
             for number, row in enumerate(reader, start=1):
                 yield record_from_object(row, source, number)
@@ -333,19 +356,17 @@ def _make_record(fields: dict[str, Any], source: str, number: int) -> Item:
     for name, value in fields.items():
         if _has_surrogate(value):
             return Rejected(source, number, f"{name} is not valid Unicode (a lone surrogate)")
-    abstract = _first(fields, "abstract", "Abstract", "summary", "text")
+    abstract = _first(fields, *FIELD_NAMES["abstract"])
     if abstract is not None and not isinstance(abstract, str):
         return Rejected(source, number, "abstract is not text")
     abstract = abstract or ""
     problem = check_abstract(abstract)
     if problem:
         return Rejected(source, number, problem)
-    given = _text(
-        _first(fields, "id", "paper_id", "forum_id", "forum", "doc_key", "arxiv_id", "doi")
-    )
+    given = _text(_first(fields, *FIELD_NAMES["id"]))
     if given is not None and (len(given) > 200 or any(ord(c) < 32 for c in given)):
         return Rejected(source, number, "id is not a usable identifier")
-    year_raw = _first(fields, "year", "publication_year")
+    year_raw = _first(fields, *FIELD_NAMES["year"])
     year: int | None = None
     if year_raw is not None:
         try:
@@ -353,14 +374,15 @@ def _make_record(fields: dict[str, Any], source: str, number: int) -> Item:
         except ValueError:
             year = None
     return Record(
-        id=given or derived_id(abstract),
+        id=derived_id(abstract),
+        source_id=given,
         abstract=abstract.strip(),
-        title=_text(_first(fields, "title", "Title")),
-        authors=_list(_first(fields, "authors", "author", "authorids")),
+        title=_text(_first(fields, *FIELD_NAMES["title"])),
+        authors=_list(_first(fields, *FIELD_NAMES["authors"])),
         year=year,
-        venue=_text(_first(fields, "venue", "venueid", "conference")),
-        keywords=_list(_first(fields, "keywords", "keyword")),
-        url=_text(_first(fields, "url", "openreview_url", "link", "pdf")),
+        venue=_text(_first(fields, *FIELD_NAMES["venue"])),
+        keywords=_list(_first(fields, *FIELD_NAMES["keywords"])),
+        url=_text(_first(fields, *FIELD_NAMES["url"])),
         source=Path(source).name,
         record=number,
     )

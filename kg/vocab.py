@@ -80,6 +80,7 @@ KG = _Namespace(
         "contentHash",
         "venue",
         "sourceFile",
+        "sourceId",
     ),
 )
 

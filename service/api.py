@@ -28,7 +28,7 @@ from kg import schema
 from kg.model import Rejected
 from kg.queries import MAX_STRING, default_registry
 from kg.read.base import MAX_FILTER, check_text
-from kg.read.papers import paper_detail, papers_page
+from kg.read.papers import paper_detail, papers_page, resolve_paper_id
 from kg.store import GraphStore
 from service import api_entities, api_queries, pages
 from service.api_entities import TEXT, Limit, Offset
@@ -115,10 +115,10 @@ def get_paper(
     """Title, abstract, metadata, the paper's tasks, methods (used and proposed),
     datasets and metrics with their mentions, and its claims, all with
     character offsets into the abstract."""
-    detail = paper_detail(store, paper_id)
+    detail = paper_detail(store, resolve_paper_id(store, paper_id))
     if detail is None:
         raise NotFound(f"no paper with id {paper_id!r}", slug="unknown-paper")
-    response.headers["Link"] = alternates(f"/id/paper/{quote(paper_id, safe='')}")
+    response.headers["Link"] = alternates(f"/id/paper/{quote(detail['id'], safe='')}")
     return detail
 
 
@@ -181,9 +181,10 @@ async def post_papers(
 ) -> dict[str, Any]:
     """Extract and store one record or a list of records. A record is an object
     with ``abstract`` (required), ``id``, ``title``, ``authors``, ``year``,
-    ``venue``, ``keywords``, ``url`` (the fields ``kg ingest`` reads from JSON);
-    without an id, one is derived from the abstract. Each record's outcome is
-    reported; bad records do not stop the others."""
+    ``venue``, ``keywords``, ``url`` (the fields ``kg ingest`` reads from JSON).
+    The paper's id is the hash of its abstract; a record's own ``id`` is kept as
+    ``source_id`` and ``/papers/{id}`` finds the paper by either. Each record's
+    outcome is reported; bad records do not stop the others."""
     from kg.readers import record_from_object  # the JSON-record rules `kg ingest` uses
 
     # The body is read here, after the token dependency, and bounded while it streams.
@@ -210,10 +211,15 @@ async def post_papers(
         if isinstance(item, Rejected):
             results.append({"record": n, "status": "rejected", "reason": item.reason})
             continue
-        entry: dict[str, Any] = {"record": n, "id": item.id, "href": paper_href(item.id)}
+        entry: dict[str, Any] = {
+            "record": n,
+            "id": item.id,
+            "source_id": item.source_id,
+            "href": paper_href(item.id),
+        }
         if item.id in seen:
             entry["status"] = "duplicate"
-            entry["reason"] = "an earlier record of this request has the same id"
+            entry["reason"] = "an earlier record of this request has the same abstract"
         elif n in failed:
             entry["status"] = "failed"
             entry["reason"] = failed[n]
@@ -287,9 +293,11 @@ async def delete_paper(
     paper_id: Annotated[str, Path(max_length=MAX_STRING)],
     store: Annotated[GraphStore, Depends(get_store)],
 ) -> Response:
-    """Remove a paper's named graph (its entities stay, with one paper fewer)."""
+    """Remove a paper's named graph (its entities stay, with one paper fewer). The
+    id may be the paper's own or the one its source gave."""
     async with request.app.state.write_lock:
-        deleted = await asyncio.to_thread(store.delete_paper, paper_id)
+        known = await asyncio.to_thread(resolve_paper_id, store, paper_id)
+        deleted = await asyncio.to_thread(store.delete_paper, known)
     if not deleted:
         raise NotFound(f"no paper with id {paper_id!r}", slug="unknown-paper")
     return Response(status_code=204)

@@ -191,8 +191,9 @@ def search(
 ) -> dict[str, Any]:
     """Entities whose label or an alias contains ``q`` — exact matches first, then
     prefix matches, then other matches, shorter names first within each, most
-    papers first among equals — and papers whose title contains ``q``. Entities
-    without papers are left out."""
+    papers first among equals — and papers whose title or abstract contains ``q``:
+    title matches first, then those that mention it most often. Entities without
+    papers are left out."""
     return read_entities.search(store, q, limit)
 
 

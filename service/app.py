@@ -21,6 +21,8 @@ from typing import IO, Any
 
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from pyoxigraph import RdfFormat, Store
 from starlette.datastructures import Headers
@@ -306,6 +308,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description="SPARQL 1.1 endpoint and REST API over a knowledge graph of ML abstracts.",
         lifespan=lifespan,
+        # FastAPI's own /docs and /redoc load their scripts from a CDN: blank pages
+        # offline. The routes below serve the same pages from service/static/vendor/.
+        docs_url=None,
+        redoc_url=None,
     )
     app.openapi = openapi_builder(app)  # type: ignore[method-assign]
     app.state.settings = settings
@@ -327,6 +333,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(HealthCheck)  # last added: runs first
     app.add_api_route("/health", health, methods=["GET"], tags=["service"])
     app.add_api_route("/ready", ready, methods=["GET"], tags=["service"])
+    app.add_api_route("/docs", swagger_ui, methods=["GET"], include_in_schema=False)
+    app.add_api_route("/redoc", redoc, methods=["GET"], include_in_schema=False)
     app.include_router(sparql.router)
     app.include_router(gsp.router)
     app.include_router(api.router)
@@ -338,6 +346,40 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 def app_from_env() -> FastAPI:
     """Factory for ``uvicorn --factory service.app:app_from_env`` (used by ``kg serve``)."""
     return create_app(Settings.from_env())
+
+
+VENDOR = "/static/vendor"
+# FastAPI's default icon is on fastapi.tiangolo.com.
+FAVICON = "/static/explorer/favicon.svg"
+# ReDoc's sidebar shows a logo from cdn.redoc.ly; this keeps the docs pages from
+# reaching off the machine at all (the pages' own inline scripts stay allowed).
+SAME_ORIGIN_ONLY = "default-src 'self' 'unsafe-inline' data: blob:"
+
+
+async def swagger_ui(request: Request) -> HTMLResponse:
+    """Swagger UI for the REST API, from the bundled copy (works offline)."""
+    page = get_swagger_ui_html(
+        openapi_url=request.app.openapi_url,
+        title=f"{request.app.title} — Swagger UI",
+        swagger_js_url=f"{VENDOR}/swagger-ui-bundle.js",
+        swagger_css_url=f"{VENDOR}/swagger-ui.css",
+        swagger_favicon_url=FAVICON,
+    )
+    page.headers["Content-Security-Policy"] = SAME_ORIGIN_ONLY
+    return page
+
+
+async def redoc(request: Request) -> HTMLResponse:
+    """ReDoc for the REST API, from the bundled copy (works offline)."""
+    page = get_redoc_html(
+        openapi_url=request.app.openapi_url,
+        title=f"{request.app.title} — ReDoc",
+        redoc_js_url=f"{VENDOR}/redoc.standalone.js",
+        redoc_favicon_url=FAVICON,
+        with_google_fonts=False,
+    )
+    page.headers["Content-Security-Policy"] = SAME_ORIGIN_ONLY
+    return page
 
 
 async def health() -> dict[str, str]:

@@ -10,6 +10,7 @@ disagree. Every value from the graph is escaped.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from html import escape
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -18,7 +19,9 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
 from kg import schema
+from kg.latex import clean, clean_label
 from kg.queries import MAX_STRING
+from kg.read.papers import resolve_paper_id
 from kg.store import GraphStore
 from kg.vocab import paper_graph
 from service import negotiation
@@ -75,7 +78,7 @@ def _page(title: str, body: str, *, alternates: list[tuple[str, str]]) -> str:
         for href, media in alternates
     )
     return (
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{escape(title)}</title>\n{links}\n<style>{_STYLE}</style></head>\n"
         f"<body>\n{body}\n</body></html>\n"
     )
@@ -93,33 +96,43 @@ def _formats(path: str, json_href: str) -> tuple[str, list[tuple[str, str]]]:
 
 
 def highlight(abstract: str, paper: dict[str, Any]) -> str:
-    """The abstract as HTML with each entity mention marked and linked."""
+    """The abstract as HTML, its inline LaTeX rendered as text (``$\\times$46`` →
+    ``×46``, as the explorer shows it), with each entity mention marked and linked.
+
+    Mentions carry offsets into the abstract as given; they are mapped onto the
+    clean text through :class:`kg.latex.Cleaned`'s per-character origins."""
+    cleaned = clean(abstract)
+    shown = cleaned.text
     spans: list[tuple[int, int, dict[str, Any]]] = []
     for group, _ in _GROUP_TITLES:
         for item in paper.get(group, []):
             for m in item.get("mentions", []):
                 if 0 <= m["start"] < m["end"] <= len(abstract):
-                    spans.append((m["start"], m["end"], item))
+                    # The clean characters that came from inside the mention.
+                    start = bisect_left(cleaned.starts, m["start"])
+                    end = bisect_right(cleaned.ends, m["end"])
+                    if start < end:
+                        spans.append((start, end, item))
     spans.sort(key=lambda s: (s[0], -s[1]))
     out: list[str] = []
     at = 0
     for start, end, item in spans:
         if start < at:
             continue  # overlapping mentions: the earlier, longer one wins
-        out.append(escape(abstract[at:start]))
+        out.append(escape(shown[at:start]))
         out.append(
             f'<mark class="{escape(item["type"])}" title="{escape(item["type"])}: '
             f'{escape(item["label"] or "")}"><a href="{escape(id_path(item))}">'
-            f"{escape(abstract[start:end])}</a></mark>"
+            f"{escape(shown[start:end])}</a></mark>"
         )
         at = end
-    out.append(escape(abstract[at:]))
+    out.append(escape(shown[at:]))
     return "".join(out)
 
 
 def paper_page(paper: dict[str, Any], *, path: str, json_href: str) -> str:
     """The HTML page of a paper."""
-    title = paper.get("title") or paper["id"]
+    title = clean_label(paper.get("title") or "") or paper["id"]
     formats, alternates = _formats(path, json_href)
     meta = [escape(paper["id"])]
     for key in ("year", "venue"):
@@ -146,9 +159,9 @@ def paper_page(paper: dict[str, Any], *, path: str, json_href: str) -> str:
         rows = "".join(
             "<tr><td>{kind}</td><td>{text}</td><td>{subject}</td><td>{values}</td></tr>".format(
                 kind=escape(c.get("kind") or ""),
-                text=escape(c["text"]),
+                text=escape(clean_label(c["text"])),
                 subject=escape(c.get("subject") or ""),
-                values=escape(", ".join(v["text"] for v in c.get("values", []))),
+                values=escape(", ".join(clean_label(v["text"]) for v in c.get("values", []))),
             )
             for c in claims
         )
@@ -174,7 +187,7 @@ def entity_page(entity: dict[str, Any], *, path: str, json_href: str) -> str:
     lis = "".join(
         f'<li><a href="/id/paper/{escape(quote(p["id"], safe=""))}">'
         f'{escape(p.get("title") or p["id"])}</a> <span class="count">'
-        f'({escape(", ".join(p.get("relations", [])))})</span></li>'
+        f"({escape(', '.join(p.get('relations', [])))})</span></li>"
         for p in papers
     )
     parts.append(f"<h2>Papers ({entity.get('paper_count', len(papers))})</h2><ul>{lis}</ul>")
@@ -195,8 +208,10 @@ def entity_page(entity: dict[str, Any], *, path: str, json_href: str) -> str:
 
 _DEREF_FORMATS = negotiation.GRAPH_FORMATS[:4]  # Turtle, N-Triples, RDF/XML, JSON-LD
 _DEREF_RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {"description": "The resource as HTML, Turtle, N-Triples, RDF/XML or JSON-LD",
-          "content": {"text/html": {}, "text/turtle": {}, "application/ld+json": {}}},
+    200: {
+        "description": "The resource as HTML, Turtle, N-Triples, RDF/XML or JSON-LD",
+        "content": {"text/html": {}, "text/turtle": {}, "application/ld+json": {}},
+    },
     303: {"description": "`Accept: application/json` (or `format=json`): see the REST resource"},
     404: {"description": "Not in the graph"},
     406: {"description": "No acceptable representation"},
@@ -228,13 +243,21 @@ def _representation(request: Request, format: str | None) -> str | negotiation.F
     # parse_accept reads application/json as SPARQL results JSON: here it means our JSON.
     if negotiation.quality(ranges, "application/sparql-results+json") > 0:
         return "json"
-    raise NotAcceptable("available: text/html, text/turtle, application/n-triples, "
-                        "application/rdf+xml, application/ld+json, application/json")
+    raise NotAcceptable(
+        "available: text/html, text/turtle, application/n-triples, "
+        "application/rdf+xml, application/ld+json, application/json"
+    )
 
 
 def _deref(
-    request: Request, store: GraphStore, format: str | None, *, path: str, json_href: str,
-    html: Any, describe: tuple[str, dict[str, object]],
+    request: Request,
+    store: GraphStore,
+    format: str | None,
+    *,
+    path: str,
+    json_href: str,
+    html: Any,
+    describe: tuple[str, dict[str, object]],
 ) -> Response:
     wanted = _representation(request, format)
     headers = {"Vary": "Accept", "Link": alternates(path, json_href)}
@@ -253,8 +276,13 @@ def _deref(
     return Response(body, media_type=wanted.media_type, headers=headers)
 
 
-@router.get("/id/paper/{paper_id:path}", tags=["linked data"], summary="Dereference a paper IRI",
-            response_class=Response, responses=_DEREF_RESPONSES)
+@router.get(
+    "/id/paper/{paper_id:path}",
+    tags=["linked data"],
+    summary="Dereference a paper IRI",
+    response_class=Response,
+    responses=_DEREF_RESPONSES,
+)
 def deref_paper(
     paper_id: Annotated[str, Path(max_length=MAX_STRING)],
     request: Request,
@@ -265,20 +293,30 @@ def deref_paper(
     HTML for browsers, Turtle, N-Triples, RDF/XML or JSON-LD (the paper's named
     graph plus its entities' labels), or a 303 to ``/papers/{id}`` for
     ``application/json``. Served directly (no redirect) with ``Vary: Accept``."""
-    detail = paper_detail(store, paper_id)
+    detail = paper_detail(store, resolve_paper_id(store, paper_id))
     if detail is None:
         raise NotFound(f"no paper with id {paper_id!r}", slug="unknown-paper")
+    paper_id = detail["id"]
     path = "/id/paper/" + quote(paper_id, safe="")
     json_href = paper_href(paper_id)
     return _deref(
-        request, store, format, path=path, json_href=json_href,
+        request,
+        store,
+        format,
+        path=path,
+        json_href=json_href,
         html=lambda: paper_page(detail, path=path, json_href=json_href),
         describe=("describe-paper", {"graph": paper_graph(paper_id)}),
     )
 
 
-@router.get("/id/{type}/{key:path}", tags=["linked data"], summary="Dereference an entity IRI",
-            response_class=Response, responses=_DEREF_RESPONSES)
+@router.get(
+    "/id/{type}/{key:path}",
+    tags=["linked data"],
+    summary="Dereference an entity IRI",
+    response_class=Response,
+    responses=_DEREF_RESPONSES,
+)
 def deref_entity(
     type: EntityKind,
     key: Annotated[str, Path(max_length=MAX_STRING)],
@@ -294,7 +332,11 @@ def deref_entity(
     path = f"/id/{type.value}/{quote(key, safe='')}"
     json_href = detail["href"]
     return _deref(
-        request, store, format, path=path, json_href=json_href,
+        request,
+        store,
+        format,
+        path=path,
+        json_href=json_href,
         html=lambda: entity_page(detail, path=path, json_href=json_href),
         describe=("describe-entity", {"entity": detail["iri"]}),
     )

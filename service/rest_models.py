@@ -96,7 +96,8 @@ class ClaimWithPaper(ClaimOut):
 
 
 class _PaperBase(BaseModel):
-    id: str
+    id: str = Field(description="The paper's id: the hash of its abstract")
+    source_id: str | None = Field(None, description="The id its source file gave it, if any")
     iri: str
     title: str | None = None
     abstract: str
@@ -202,7 +203,8 @@ class RecordResult(BaseModel):
     """What happened to one record of a ``POST /papers`` body."""
 
     record: int = Field(description="1-based position in the request")
-    id: str | None = None
+    id: str | None = Field(None, description="The paper's id: the hash of its abstract")
+    source_id: str | None = Field(None, description="The id the record gave, if any")
     status: str = Field(
         description="added, updated, unchanged, duplicate, rejected (bad record) or failed "
                     "(the extractor failed on it: a server-side error, logged)"

@@ -4,7 +4,7 @@
   ``application/sparql-query``) with ``default-graph-uri``/``named-graph-uri``;
   without a query, a service description (RDF Accept) or the query editor (HTML).
 - ``POST /sparql/update``: updates, only with the update token.
-- ``GET /sparql/examples``: the editor's prefixes and example queries (``queries/*.rq``).
+- ``GET /sparql/examples``: the editor's prefixes and example queries (``queries/examples/``).
 
 The query handlers are plain Starlette endpoints rather than FastAPI operations:
 they read the raw request themselves (the protocol's rules on repeated
@@ -332,6 +332,21 @@ _FORMAT_IRIS = {
 }
 
 
+def _allowed(settings: Any) -> list[str]:
+    """What this server allows, in words, for the service description's comment."""
+    allowed = settings.service_allowlist
+    return [
+        "Updates (SPARQL Update, Graph Store Protocol) need the bearer token."
+        if settings.writable
+        else "Read-only: no update token is configured.",
+        f"SERVICE and LOAD may name only: {', '.join(allowed)}."
+        if allowed
+        else "SERVICE and LOAD are refused (no endpoint is on the allow-list).",
+        f"Queries time out after {settings.query_timeout:g} s and return at most "
+        f"{settings.result_limit} rows.",
+    ]
+
+
 def _service_description(request: Request, ranges: list[neg.Range]) -> Response:
     fmt = neg.choose(ranges, neg.GRAPH_FORMATS)
     if fmt is None:
@@ -348,16 +363,15 @@ def _service_description(request: Request, ranges: list[neg.Range]) -> Response:
         Triple(service, sd("endpoint"), endpoint),
         Triple(service, sd("supportedLanguage"), sd("SPARQL11Query")),
         Triple(service, sd("feature"), sd("UnionDefaultGraph")),
-        Triple(service, sd("feature"), sd("BasicFederatedQuery")),
         Triple(
             service,
             NamedNode("http://www.w3.org/2000/01/rdf-schema#comment"),
-            Literal(
-                f"Read-only unless an update token is configured; queries time out after "
-                f"{settings.query_timeout:g} s and return at most {settings.result_limit} rows."
-            ),
+            Literal(" ".join(_allowed(settings))),
         ),
     ]
+    # SERVICE is refused unless the allow-list names an endpoint: only then federate.
+    if settings.service_allowlist:
+        triples.append(Triple(service, sd("feature"), sd("BasicFederatedQuery")))
     if settings.writable:
         triples.append(Triple(service, sd("supportedLanguage"), sd("SPARQL11Update")))
     for media in _FORMAT_IRIS.values():
@@ -443,17 +457,25 @@ def _update(store: Any, text: str, base: str) -> None:
 # ---------------------------------------------------------------- examples
 
 
+EXAMPLES = "examples"
+"""The editor's examples: ``queries/examples/*.rq``, written for people (labels, not
+bare IRIs). The REST API's own queries are not offered: run with their parameters
+unbound they answer little. The registry parses these files at start-up too."""
+
+
 async def examples_endpoint(request: Request) -> Response:
-    """The editor's prefixes and example queries: the public named queries, as the
+    """The editor's prefixes and example queries: ``queries/examples/*.rq`` as the
     query registry parsed them (one header parser: :mod:`kg.queries`)."""
+    prefix = EXAMPLES + "/"
     examples = [
         {
-            "name": query.name,
+            "name": query.name.removeprefix(prefix),
             "title": query.title,
             "description": query.description,
             "query": query.sparql,
         }
-        for query in default_registry().public()
+        for query in default_registry().all()
+        if query.name.startswith(prefix)
     ]
     return JSONResponse({"prefixes": PREFIXES, "examples": examples})
 

@@ -101,11 +101,12 @@ def test_ingest_and_delete_over_http(base: str) -> None:
                 403)
         created = client.post("/papers", json=[record], headers=auth)
         assert created.status_code == 201, created.text
-        assert created.json()["results"][0]["status"] == "added"
+        result = created.json()["results"][0]
+        assert result["status"] == "added" and result["source_id"] == "e2e-paper"
         assert client.get("/papers/e2e-paper").json()["title"] == record["title"]
         # The SPARQL endpoint (query workers) sees the write too.
         ask = client.get("/sparql", params={
-            "query": "ASK { <https://w3id.org/mlkg/id/paper/e2e-paper> a "
+            "query": f"ASK {{ <https://w3id.org/mlkg/id/paper/{result['id']}> a "
                      "<https://w3id.org/mlkg/ontology#Paper> }"},
             headers={"Accept": "application/sparql-results+json"})
         assert ask.json()["boolean"] is True

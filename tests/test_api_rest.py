@@ -251,6 +251,20 @@ def test_search(client: TestClient) -> None:
     assert_problem(client.get("/search?q="), 422)
 
 
+def test_search_finds_papers_by_abstract_ranked(client: TestClient) -> None:
+    # The sample has no titles: papers are found by their abstracts (as /papers?q= does).
+    result = get(client, "/search?q=unlearning&limit=50")
+    by_text = get(client, "/papers?q=unlearning&limit=50")
+    assert {p["id"] for p in result["papers"]} == {p["id"] for p in by_text["items"]}
+    assert len(result["papers"]) >= 3
+    # Ranked: the papers that say it most often come first.
+    counts = []
+    for paper in result["papers"]:
+        abstract = get(client, paper["href"])["abstract"].lower()
+        counts.append(abstract.count("unlearning"))
+    assert counts == sorted(counts, reverse=True), counts
+
+
 def test_stats(client: TestClient) -> None:
     stats = get(client, "/stats?top=5")
     assert stats["counts"]["papers"] == 37
@@ -335,6 +349,23 @@ def test_dereference_paper(client: TestClient) -> None:
     assert len(rdflib.Graph().parse(data=jsonld.text, format="json-ld")) == len(graph)
     redirect = client.get(path, headers={"Accept": "application/json"}, follow_redirects=False)
     assert redirect.status_code == 303 and redirect.headers["location"] == paper["href"]
+
+
+def test_paper_page_renders_latex_as_text(client: TestClient) -> None:
+    # The abstract as given keeps its LaTeX (offsets point into it); the page shows text.
+    papers = get(client, "/papers?limit=100")["items"]
+    with_latex = [d for d in (get(client, p["href"]) for p in papers) if "$" in d["abstract"]]
+    assert with_latex, "the sample has abstracts with inline LaTeX"
+    for detail in with_latex:
+        html = client.get("/id/paper/" + detail["id"], headers={"Accept": "text/html"}).text
+        abstract = html.split('<p class="abstract">', 1)[1].split("</p>", 1)[0]
+        assert "$" not in abstract and "\\%" not in abstract and "\\times" not in abstract
+        assert "<mark" in abstract or not any(detail[g] for g in ("tasks", "methods"))
+    shown = "".join(
+        client.get("/id/paper/" + d["id"], headers={"Accept": "text/html"}).text
+        for d in with_latex
+    )
+    assert "×" in shown
 
 
 def test_dereference_entity(client: TestClient) -> None:
@@ -453,3 +484,25 @@ def test_entity_by_iri(client: TestClient) -> None:
     assert response.status_code == 303 and response.headers["location"] == task["href"]
     assert_problem(client.get("/entities", params={"iri": "https://example.org/x"}), 404)
     assert_problem(client.get("/entities"), 422)
+
+
+def test_extract_output_carries_the_baseline_the_store_records(
+    client: TestClient, extractor  # noqa: ANN001
+) -> None:
+    # REST shows each claim's baseline (kg:comparedTo); `kg extract` output must too.
+    from kg.readers import read_paths, unique
+    from kg.resources import sample_corpus
+
+    stored = {
+        (c["paper"]["id"], c["text"]): c["baseline"]
+        for offset in range(0, 1000, 200)
+        for c in get(client, f"/claims?limit=200&offset={offset}")["items"]
+    }
+    assert any(stored.values()), "the sample has claims with a baseline"
+    records = [r for r in unique(read_paths(sample_corpus())) if hasattr(r, "abstract")]
+    extracted = {
+        (paper.record.id, claim["text"]): claim["baseline"]
+        for paper in extractor.extract(records)
+        for claim in paper.to_json()["claims"]
+    }
+    assert extracted == stored

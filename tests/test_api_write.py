@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from kg.ingest import extractor_version
+from kg.readers import derived_id
 from service.app import create_app
 from service.settings import Settings
 
@@ -81,11 +82,17 @@ def test_post_then_read_then_delete(writable: TestClient) -> None:
     assert (body["added"], body["updated"], body["unchanged"]) == (1, 0, 0)
     statuses = [(r["record"], r["status"]) for r in body["results"]]
     assert statuses == [(1, "added"), (2, "rejected"), (3, "rejected")]
+    # The paper's id is the hash of its abstract; the record's id is kept beside it.
+    paper_id = body["results"][0]["id"]
+    assert paper_id == derived_id(GOOD["abstract"])
+    assert body["results"][0]["source_id"] == "rest-test-1"
     assert "shorter" in body["results"][1]["reason"]
     extraction = body["results"][0]["extraction"]
     assert extraction["id"] == GOOD["id"] and extraction["abstract"] == GOOD["abstract"]
 
-    paper = writable.get("/papers/rest-test-1").json()
+    paper = writable.get("/papers/rest-test-1").json()  # found by its source id
+    assert paper == writable.get(f"/papers/{paper_id}").json()
+    assert paper["id"] == paper_id and paper["source_id"] == "rest-test-1"
     assert paper["title"] == GOOD["title"] and paper["year"] == 2026
     assert sorted(paper["authors"]) == GOOD["authors"]
     for group in ("tasks", "methods", "proposed_methods", "datasets", "metrics"):
@@ -95,7 +102,7 @@ def test_post_then_read_then_delete(writable: TestClient) -> None:
     assert writable.get("/stats").json()["counts"]["papers"] == 38
     for entity in paper["tasks"] + paper["datasets"]:
         linked = writable.get(entity["href"]).json()
-        assert "rest-test-1" in {p["id"] for p in linked["papers"]}
+        assert paper_id in {p["id"] for p in linked["papers"]}
 
     again = writable.post("/papers", json=GOOD, headers=AUTH)
     assert again.status_code == 200
@@ -185,6 +192,6 @@ def test_odd_but_usable_fields(writable: TestClient) -> None:
     assert response.status_code == 201, response.text
     paper = writable.get("/papers/odd%2Fid%20with%20spaces")
     assert paper.status_code == 200 and paper.json()["year"] is None
-    assert paper.json()["iri"].endswith("/paper/odd%2Fid%20with%20spaces")
+    assert paper.json()["source_id"] == "odd/id with spaces"
     assert writable.get("/id/paper/odd%2Fid%20with%20spaces?format=ttl").status_code == 200
     assert writable.delete("/papers/odd%2Fid%20with%20spaces", headers=AUTH).status_code == 204

@@ -29,7 +29,9 @@ EXTRACT_KEYS = {
     "claims",
 }
 ENTITY_KEYS = {"label", "iri", "mentions"}
-CLAIM_KEYS = {"text", "start", "end", "kind", "subject", "values", "metric", "dataset"}
+CLAIM_KEYS = {
+    "text", "start", "end", "kind", "subject", "values", "metric", "dataset", "baseline",
+}
 
 
 def kg(
@@ -151,7 +153,9 @@ def test_killed_ingest_keeps_what_was_stored(tmp_path: Path) -> None:
     with source.open("w") as fh:
         for round_ in range(4):
             for i, text in enumerate(abstracts):
-                fh.write(json.dumps({"id": f"r{round_}-{i}", "abstract": text}) + "\n")
+                # Each round's abstracts differ: the same abstract would be one paper.
+                record = {"id": f"r{round_}-{i}", "abstract": f"{text} Round {round_}."}
+                fh.write(json.dumps(record) + "\n")
     store = str(tmp_path / "store")
     proc = subprocess.Popen(
         [
@@ -163,6 +167,10 @@ def test_killed_ingest_keeps_what_was_stored(tmp_path: Path) -> None:
             store,
             "--batch-size",
             "4",
+            # One process: SIGKILL reaches only this one, and spaCy's n_process
+            # workers would be left behind (a terminal's Ctrl-C stops them all).
+            "-j",
+            "1",
             "--progress",
             "lines",
             str(source),

@@ -94,10 +94,10 @@ def read_back(name: str, data: bytes) -> tuple[dict[str, dict], list[tuple[str, 
         return dict(g.nodes(data=True)), list(g.edges(data=True))
     if name == "cytoscape":
         doc = json.loads(data)
-        nodes = {n["data"]["id"]: n["data"] for n in doc["elements"]["nodes"]}
-        edges = [(e["data"]["source"], e["data"]["target"], e["data"])
-                 for e in doc["elements"]["edges"]]
-        return nodes, edges
+        assert isinstance(doc["data"], dict)  # Cytoscape desktop wants an object here
+        g = nx.cytoscape_graph(doc)
+        assert all(attrs["id"] == node for node, attrs in g.nodes(data=True))
+        return dict(g.nodes(data=True)), list(g.edges(data=True))
     if name == "d3":
         doc = json.loads(data)
         nodes = {n["id"]: n for n in doc["nodes"]}
@@ -293,6 +293,17 @@ def test_search_query_binds_its_text_as_a_literal(store: GraphStore) -> None:
 
 
 # ------------------------------------------------------------------ DOT quoting
+
+
+@pytest.mark.parametrize("focus", [None, "unlearning"])
+def test_dot_renders_a_readable_picture(store: GraphStore, unlearning: dict, focus) -> None:  # noqa: ANN001
+    """`dot -Tpng file.dot` used to draw a strip (375:1 for the whole sample)."""
+    request = GraphRequest(focus=unlearning["iri"], depth=2) if focus else GraphRequest()
+    # The `dot` command, no -K: the file itself must choose the layout.
+    drawn = _dot_json(write_dot(build_graph(store, request)))
+    x0, y0, x1, y1 = (float(v) for v in drawn["bb"].split(","))
+    width, height = x1 - x0, y1 - y0
+    assert max(width, height) / min(width, height) <= 4, (width, height)
 
 
 def test_dot_quotes_hostile_labels() -> None:

@@ -11,11 +11,11 @@ from pyoxigraph import Literal, NamedNode, Quad, RdfFormat
 
 from kg.ingest import ingest
 from kg.mapping import ENTITIES_GRAPH
-from kg.readers import read_paths, unique
+from kg.readers import derived_id, read_paths, unique
 from kg.resources import queries_dir, sample_corpus
 from kg.store import EmbeddedStore, StoreError, open_store
 from kg.validation import validate_store
-from kg.vocab import SKOS, paper_graph
+from kg.vocab import KG, SKOS, paper_graph, paper_iri
 
 PROVENANCE_QUERY = """
 PREFIX kg: <https://w3id.org/mlkg/ontology#>
@@ -87,7 +87,7 @@ def test_changed_paper_is_replaced_whole(tmp_path: Path, extractor) -> None:  # 
     assert (report.added, report.updated) == (0, 1)
     titles = [
         q.object.value
-        for q in store.raw.quads_for_pattern(None, None, None, paper_graph("p1"))
+        for q in store.raw.quads_for_pattern(None, None, None, paper_graph(derived_id(abstract)))
         if q.predicate.value.endswith("/title")
     ]
     assert titles == ["New title"]
@@ -116,7 +116,32 @@ def test_bad_records_are_skipped_and_the_rest_stored(tmp_path: Path, extractor) 
         ("mixed.jsonl", 3),
         ("nope.txt", 0),
     ]
-    assert list(store.paper_ids()) == ["good"]
+    assert list(store.paper_ids()) == [derived_id(abstract)]
+
+
+def test_same_abstract_in_two_files_is_one_paper(tmp_path: Path, extractor) -> None:  # noqa: ANN001
+    """One file gives an id, the other not: still one paper, the source id kept."""
+    abstract = next(
+        r for r in unique(read_paths(sample_corpus())) if hasattr(r, "abstract")
+    ).abstract
+    with_id = tmp_path / "with-id.jsonl"
+    with_id.write_text(json.dumps({"id": "Forum42", "abstract": abstract}) + "\n")
+    without = tmp_path / "without-id.jsonl"
+    without.write_text(json.dumps({"abstract": "  " + abstract.replace(" ", "\n", 2)}) + "\n")
+    store = open_store(tmp_path / "store")
+    report = ingest([with_id, without], store, extractor=extractor)
+    assert (report.read, report.added, report.duplicates) == (2, 1, 1)
+    assert list(store.paper_ids()) == [derived_id(abstract)]
+    source_ids = [
+        q.object.value for q in store.raw.quads_for_pattern(paper_iri(derived_id(abstract)),
+                                                            KG.sourceId, None)
+    ]
+    assert source_ids == ["Forum42"]
+    # The other order, into a fresh store: the same one paper.
+    other = open_store(tmp_path / "other")
+    report = ingest([without, with_id], other, extractor=extractor)
+    assert (report.added, report.duplicates) == (1, 1)
+    assert list(other.paper_ids()) == [derived_id(abstract)]
 
 
 def test_shacl_catches_a_broken_graph(store_copy: Path) -> None:

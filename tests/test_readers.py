@@ -61,11 +61,14 @@ def test_jsonl_fields_and_given_id(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     first, second = records(read_paths([path]))
-    assert first.id == "Abc123" and first.year == 2026 and first.keywords == ("graphs", "memory")
+    assert first.id == derived_id(ABSTRACT) and first.source_id == "Abc123"
+    assert first.external_id == "Abc123" and first.year == 2026
+    assert first.keywords == ("graphs", "memory")
     assert (
         first.url == "https://openreview.net/forum?id=Abc123" and first.venue == "ICLR 2026 Poster"
     )
-    assert second.id == derived_id(ABSTRACT + " Second.")
+    assert second.id == second.external_id == derived_id(ABSTRACT + " Second.")
+    assert second.source_id is None
 
 
 def test_json_array_and_openreview_notes(tmp_path: Path) -> None:
@@ -84,12 +87,12 @@ def test_json_array_and_openreview_notes(tmp_path: Path) -> None:
     array = tmp_path / "notes.json"
     array.write_text(json.dumps([v2, v1]), encoding="utf-8")
     got = records(read_paths([array]))
-    assert [r.id for r in got] == ["F1", "n2"]
+    assert [r.source_id for r in got] == ["F1", "n2"]
     assert got[0].title == "Title one" and got[0].authors == ("A. B", "C. D")
     assert got[0].venue == "ICLR 2026 Oral" and got[0].url == "https://openreview.net/forum?id=F1"
     wrapped = tmp_path / "export.json"
     wrapped.write_text(json.dumps({"notes": [v2]}), encoding="utf-8")
-    assert [r.id for r in records(read_paths([wrapped]))] == ["F1"]
+    assert [r.source_id for r in records(read_paths([wrapped]))] == ["F1"]
 
 
 def test_csv(tmp_path: Path) -> None:
@@ -98,7 +101,7 @@ def test_csv(tmp_path: Path) -> None:
         f'id,title,abstract,authors\np1,"A, title","{ABSTRACT}","X; Y"\n', encoding="utf-8"
     )
     (paper,) = records(read_paths([path]))
-    assert paper.id == "p1" and paper.title == "A, title" and paper.authors == ("X", "Y")
+    assert paper.source_id == "p1" and paper.title == "A, title" and paper.authors == ("X", "Y")
 
 
 def test_bad_inputs_are_reported_with_file_and_record(tmp_path: Path) -> None:
@@ -132,7 +135,7 @@ def test_bad_inputs_are_reported_with_file_and_record(tmp_path: Path) -> None:
     )
     items = list(read_paths([tmp_path / "missing.txt", tmp_path, empty, latin1, junk, mixed]))
     good = records(items)
-    assert [r.id for r in good if r.source == "mixed.jsonl"] == ["ok"]
+    assert [r.source_id for r in good if r.source == "mixed.jsonl"] == ["ok"]
     assert len([r for r in good if r.source == "latin1.txt"]) == 1
     reasons = {(Path(r.source).name, r.record): r.reason for r in rejections(items)}
     assert reasons[("missing.txt", 0)] == "no such file"

@@ -60,3 +60,44 @@ def test_every_cli_command_is_documented() -> None:
 
     missing = [name for name in main.commands if f"kg {name}" not in README]
     assert not missing, f"README does not document commands {missing}"
+
+
+def _worked_example() -> list[tuple[str, str]]:
+    """The ``$ kg …`` commands of the README's worked example with the output shown."""
+    section = README.split("## A worked example", 1)[1].split("\n## ", 1)[0]
+    steps: list[tuple[str, list[str]]] = []
+    for block in re.findall(r"```console\n(.+?)```", section, re.S):
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                steps.append((line[2:].split("  #", 1)[0].strip(), []))
+            elif steps:
+                steps[-1][1].append(line)
+    return [
+        (cmd, "\n".join(out))
+        for cmd, out in steps
+        if cmd.startswith("kg ") and not cmd.startswith("kg serve")
+    ]
+
+
+def test_worked_example_gives_what_it_shows(tmp_path) -> None:  # noqa: ANN001
+    """Each `kg` command of the worked example, run verbatim on a fresh store, prints
+    what the README shows (the seconds aside)."""
+    import os
+    import subprocess
+    import sys
+
+    steps = _worked_example()
+    assert [cmd.split()[1] for cmd, _ in steps] == ["ingest", "stats", "query", "query"]
+    env = {**os.environ, "KG_STORE": str(tmp_path / "example-store")}
+    for cmd, shown in steps:
+        done = subprocess.run(
+            [sys.executable, "-m", "kg", *cmd.split()[1:]],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, (cmd, done.stderr)
+        seconds = re.compile(r"in [\d.]+ s$", re.M)
+        assert seconds.sub("in … s", done.stdout.rstrip("\n")) == seconds.sub("in … s", shown), cmd

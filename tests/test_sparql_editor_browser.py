@@ -47,14 +47,23 @@ def test_editor_runs_queries_and_draws_a_table(base: str) -> None:
             tab.wait_for_selector("#results table tbody tr")
             assert tab.locator("#results table tbody tr").count() == 20
             assert "rows" in tab.inner_text("#status")
-            # An example from queries/*.rq.
-            names = tab.eval_on_selector_all("#examples option", "os => os.map(o => o.value)")
-            tab.select_option("#examples", names[1])
-            assert tab.input_value("#query").strip()
+            # Result IRIs link to this server's /id/ pages, not to w3id.org.
+            hrefs = tab.eval_on_selector_all("#results td.uri a", "as => as.map(a => a.href)")
+            assert hrefs and all(h.startswith(base + "/id/paper/") for h in hrefs), hrefs[:3]
+            # An example from queries/examples/: the proposed methods, by label.
+            tab.select_option("#examples", "proposed-methods")
+            assert "proposesMethod" in tab.input_value("#query")
             tab.click("#run")
             tab.wait_for_function("!document.querySelector('#run').disabled "
                                   "&& document.querySelector('#status').textContent !== 'Running…'")
             assert "error" not in (tab.get_attribute("#status", "class") or "")
+            first = tab.locator("#results td.uri a").first
+            assert first.get_attribute("href").startswith("/id/paper/")
+            first.click()
+            tab.wait_for_url(base + "/id/paper/**")
+            assert tab.locator("h1").count() == 1
+            tab.goto(base + "/sparql")
+            tab.wait_for_function("document.querySelectorAll('#examples option').length > 1")
             # A broken query shows the problem's detail.
             tab.fill("#query", "SELECT * WHERE {")
             tab.click("#run")

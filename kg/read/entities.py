@@ -103,15 +103,34 @@ def entity_detail(
     return out
 
 
+def search_papers(store: GraphStore, text: str, limit: int) -> list[dict[str, Any]]:
+    """Papers whose title or abstract contains ``text``, best first: title matches,
+    then the papers that mention it most often, then the earliest mention."""
+    wanted = text.lower()
+    ranked: list[tuple[tuple[int, int, int, str], dict[str, Any]]] = []
+    for s in solutions(store, "search-papers", text=text):
+        title = (py(s["title"]) or "").lower()
+        abstract = (py(s["abstract"]) or "").lower()
+        first_at = abstract.find(wanted)
+        rank = (
+            0 if wanted in title else 1,
+            -(title.count(wanted) + abstract.count(wanted)),
+            first_at if first_at >= 0 else len(abstract),
+            s["paper"].value,
+        )
+        ranked.append((rank, paper_summary(s["paper"], s["title"])))
+    ranked.sort(key=lambda pair: pair[0])
+    return [item for _, item in ranked[:limit]]
+
+
 def search(store: GraphStore, text: str, limit: int) -> dict[str, Any]:
     """Entities whose label or an alias contains ``text`` (see :func:`search_entities`)
-    and papers whose title contains it."""
+    and papers whose title or abstract contains it (see :func:`search_papers`)."""
     text = check_text("q", text) or ""
-    papers = take(solutions(store, "search-papers", text=text), 0, limit)
     return {
         "q": text,
         "entities": search_entities(store, text, limit),
-        "papers": [paper_summary(s["paper"], s["title"]) for s in papers],
+        "papers": search_papers(store, text, limit),
     }
 
 

@@ -13,7 +13,7 @@ from pyoxigraph import Literal, NamedNode, QuerySolutions
 from kg.queries import NamedQuery, default_registry
 from kg.read.resolve import focus_candidates
 from kg.store import GraphStore
-from kg.vocab import ID_PREFIX
+from kg.vocab import ID_PREFIX, paper_iri
 
 
 class GraphViewError(ValueError):
@@ -104,6 +104,12 @@ def resolve_focus(store: GraphStore, focus: str, known: Container[str] | None = 
                 continue  # not even an IRI (spaces, quotes…): it names nothing here
             if run(store, "papers", node=node) or run(store, "entities", node=node):
                 return iri
+    # The id a paper's source gave it (a forum id) names the paper too.
+    from kg.read.papers import resolve_paper_id
+
+    paper_id = resolve_paper_id(store, focus)
+    if paper_id != focus and (known is None or paper_iri(paper_id).value in known):
+        return paper_iri(paper_id).value
     raise FocusNotFound(focus)
 
 

@@ -74,6 +74,15 @@ def papers_page(
     return {"total": len(rows), "filters": filters, "items": items}
 
 
+def resolve_paper_id(store: GraphStore, given: str) -> str:
+    """The paper id for ``given``: itself when a paper has that id, else the id of
+    the paper whose source gave it that id (unchanged when none did)."""
+    if first(store, "paper", paper=paper_iri(given)) is not None:
+        return given
+    found = first(store, "paper-by-source-id", source=given)
+    return py(found["id"]) if found is not None else given
+
+
 def paper_detail(store: GraphStore, paper_id: str) -> dict[str, Any] | None:
     """The JSON of one paper, or None when it is not in the graph."""
     iri = paper_iri(paper_id)
@@ -82,6 +91,7 @@ def paper_detail(store: GraphStore, paper_id: str) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {
         "id": py(head["id"]),
+        "source_id": py(head["sourceId"]),
         "iri": iri.value,
         "title": py(head["title"]),
         "abstract": py(head["abstract"]),

@@ -19,13 +19,21 @@ function compact(iri) {
   return iri;
 }
 
+// Papers and entities are named in the w3id.org namespace, which this server
+// answers at /id/…: link there, not to the outside world.
+const ID_NAMESPACE = "https://w3id.org/mlkg/id/";
+
+function localHref(iri) {
+  return iri.startsWith(ID_NAMESPACE) ? `/id/${iri.slice(ID_NAMESPACE.length)}` : iri;
+}
+
 function cell(term) {
   const td = document.createElement("td");
   if (!term) return td;
   if (term.type === "uri") {
     td.className = "uri";
     const a = document.createElement("a");
-    a.href = term.value;
+    a.href = localHref(term.value);
     a.textContent = compact(term.value);
     a.title = term.value;
     td.appendChild(a);
