@@ -17,7 +17,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from pyoxigraph import Quad
+from pyoxigraph import Quad, QuerySolutions
 
 from kg.index import read as ix
 from kg.index.db import Index, IndexError_
@@ -176,7 +176,7 @@ def with_index(store: GraphStore, path: Path | None = None) -> IndexedStore:
 
 
 def _stored_papers(store: GraphStore) -> int:
-    row = next(iter(default_registry().run(store, "count-papers", {})), None)
+    row = next(_solutions(default_registry().run(store, "count-papers", {})), None)
     return int(row["papers"].value) if row is not None else 0
 
 
@@ -197,7 +197,9 @@ def _paper_quads(store: GraphStore, paper_id: str) -> Iterator[Quad]:
     if raw is not None:
         yield from raw.quads_for_pattern(None, None, None, graph)
         return
-    for s in default_registry().run(store, "store/paper-graph-quads", {"graph": graph.value}):
+    for s in _solutions(
+        default_registry().run(store, "store/paper-graph-quads", {"graph": graph.value})
+    ):
         yield Quad(s["s"], s["p"], s["o"], graph)
 
 
@@ -211,7 +213,7 @@ def read_entities(store: GraphStore) -> dict[str, EntityInfo]:
     """Every typed entity's class and names, read from the entities graph."""
     quads = (
         Quad(s["s"], s["p"], s["o"], ENTITIES_GRAPH)
-        for s in default_registry().run(store, "store/entity-names", {})
+        for s in _solutions(default_registry().run(store, "store/entity-names", {}))
     )
     return entity_infos(quads)
 
@@ -237,3 +239,9 @@ def rebuild(store: GraphStore, path: Path | None = None, *, batch: int = 512) ->
         old.unlink(missing_ok=True)
     os.replace(tmp, target)
     return done
+
+
+def _solutions(result: object) -> Iterator[Any]:
+    """The rows of a SELECT result (a named SELECT query always gives one)."""
+    assert isinstance(result, QuerySolutions)
+    return iter(result)

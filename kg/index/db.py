@@ -88,6 +88,7 @@ class Index:
         self.path = Path(path)
         self.read_only = read_only
         self.trusted = True
+        self._wdb: sqlite3.Connection | None = None
         """False once found not to match its store (see ``kg.index.with_index``)."""
         self._local = threading.local()
         self._write_lock = threading.Lock()
@@ -122,7 +123,7 @@ class Index:
         if self.read_only:
             raise IndexError_(f"the index at {self.path} is open read-only")
         with self._write_lock:
-            db = getattr(self, "_wdb", None)
+            db = self._wdb
             if db is None:
                 db = self._wdb = self._connect()
             db.execute("BEGIN IMMEDIATE")
@@ -135,7 +136,7 @@ class Index:
 
     def close(self) -> None:
         """Close the writer (read connections close with their threads)."""
-        db = getattr(self, "_wdb", None)
+        db = self._wdb
         if db is not None:
             db.close()
             self._wdb = None
@@ -197,6 +198,11 @@ class Index:
             db.execute("INSERT OR REPLACE INTO meta VALUES ('state', 'ok')")
 
 
+def _rowid(cursor: sqlite3.Cursor) -> int:
+    assert cursor.lastrowid is not None, "an INSERT gives its row id"
+    return cursor.lastrowid
+
+
 def _bump(db: sqlite3.Connection, key: str, by: int) -> None:
     if by:
         db.execute(
@@ -215,14 +221,14 @@ def _entity(db: sqlite3.Connection, iri: str, type_name: str | None) -> int:
     cur = db.execute("INSERT INTO entities (iri, type) VALUES (?, ?)", (iri, type_name))
     if type_name is not None:
         _bump(db, "class:" + type_name, 1)
-    return int(cur.lastrowid)
+    return _rowid(cur)
 
 
 def _add_paper(db: sqlite3.Connection, row: PaperRow) -> None:
-    pid = int(
+    pid = _rowid(
         db.execute(
             "INSERT INTO papers (id, iri, title) VALUES (?,?,?)", (row.paper_id, row.iri, row.title)
-        ).lastrowid
+        )
     )
     db.execute(
         "INSERT INTO papers_fts (rowid, title, abstract) VALUES (?,?,?)",
@@ -243,12 +249,12 @@ def _add_paper(db: sqlite3.Connection, row: PaperRow) -> None:
         [(a, b, linked[b]) for a, b in permutations(linked, 2)],
     )
     for claim in row.claims:
-        cid = int(
+        cid = _rowid(
             db.execute(
                 "INSERT INTO claims (iri, pid, subject, metric, dataset, kind) "
                 "VALUES (?,?,?,?,?,?)",
                 (claim.iri, pid, claim.subject, claim.metric, claim.dataset, claim.kind),
-            ).lastrowid
+            )
         )
         db.execute(
             "INSERT INTO claim_details VALUES (?, ?)",

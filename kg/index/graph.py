@@ -20,8 +20,11 @@ of being read.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote
+
+from pyoxigraph import QuerySolutions
 
 from kg.graphview import GraphData, GraphDataCache, GraphRequest
 from kg.index.db import Index
@@ -74,7 +77,7 @@ def bounded_data(
     if index is not None:
         papers = ix.count(index, "class:Paper")
     else:
-        row = next(iter(default_registry().run(store, "count-papers", {})), None)
+        row = next(_solutions(default_registry().run(store, "count-papers", {})), None)
         papers = int(row["papers"].value) if row is not None else 0
     if papers > max_papers:
         raise GraphTooLarge(
@@ -225,3 +228,9 @@ def search(index: Index, text: str, limit: int = 20) -> list[dict[str, Any]]:
         for iri, pid, title, snippet, _exact in found
     ]
     return (papers[: len(exact)] + out + papers[len(exact) :])[:limit]
+
+
+def _solutions(result: object) -> Iterator[Any]:
+    """The rows of a SELECT result (a named SELECT query always gives one)."""
+    assert isinstance(result, QuerySolutions)
+    return iter(result)

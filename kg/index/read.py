@@ -109,15 +109,15 @@ def filtered_papers(
             )
         }
         ids = sorted(found)
-        rows = []
+        found_rows: list[Any] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
-            rows += db.execute(
+            found_rows += db.execute(
                 f"SELECT iri, id, title FROM papers WHERE pid IN ({','.join('?' * len(chunk))})",
                 chunk,
             ).fetchall()
-        rows.sort(key=lambda r: r[1])
-        return len(rows), rows[offset : offset + limit]
+        found_rows.sort(key=lambda r: r[1])
+        return len(found_rows), found_rows[offset : offset + limit]
     total = db.execute(f"SELECT count(*) FROM ({wanted})", params).fetchone()[0]
     rows = db.execute(
         f"SELECT p.iri, p.id, p.title FROM papers p WHERE p.pid IN ({wanted}) "
@@ -140,11 +140,15 @@ def search_entities(index: Index, text: str, limit: int) -> list[dict[str, Any]]
     db = index.reader()
     if len(low) >= 3:
         phrase = '"' + low.replace('"', '""') + '"'
-        rows = db.execute("SELECT eid, name FROM names_tri WHERE names_tri MATCH ?", (phrase,))
+        matches = db.execute(
+            "SELECT eid, name FROM names_tri WHERE names_tri MATCH ?", (phrase,)
+        ).fetchall()
     else:
-        rows = db.execute("SELECT eid, name FROM names WHERE instr(lname, ?) > 0", (low,))
+        matches = db.execute(
+            "SELECT eid, name FROM names WHERE instr(lname, ?) > 0", (low,)
+        ).fetchall()
     best: dict[int, tuple[int, int, str]] = {}
-    for eid, name in rows:
+    for eid, name in matches:
         lname = name.lower()
         if low not in lname:
             continue  # trigram matches are candidates: check the substring itself
@@ -207,12 +211,12 @@ def ranked_entities(
     )
     args = (low, low + _TOP, type_name)
     total = db.execute(f"SELECT count(*) FROM ({matching})", args).fetchone()[0]
-    rows = db.execute(
+    page = db.execute(
         f"SELECT iri, type, label, papers FROM ({matching}) "
         "ORDER BY papers DESC, iri LIMIT ? OFFSET ?",
         (*args, limit, offset),
-    )
-    return total, rows.fetchall()
+    ).fetchall()
+    return total, page
 
 
 def entity_papers(

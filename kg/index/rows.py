@@ -99,11 +99,11 @@ class PaperRow:
         values = []
         for iri in claim.values:
             v = self.props.get(iri, {})
-            numbers = self.numbers.get(iri) or [None]
+            stated = self.numbers.get(iri)
             values.append(
                 {
                     "text": v.get("valueText"),
-                    "number": numbers[0],
+                    "number": stated[0] if stated else None,
                     "unit": v.get("unit"),
                     "start": _int(v.get("start")),
                     "end": _int(v.get("end")),
@@ -154,7 +154,7 @@ def paper_row(paper_id: str, iri: str, quads: Iterable[Quad]) -> PaperRow:
         if pred not in _WANTED:
             continue
         p = pred.value
-        s, o = q.subject.value, q.object.value
+        s, o = _text(q.subject), _text(q.object)
         if s == iri:
             if p in RELATION_TYPE:
                 links.add((o, p))
@@ -178,6 +178,11 @@ def paper_row(paper_id: str, iri: str, quads: Iterable[Quad]) -> PaperRow:
     return PaperRow(paper_id, iri, title, abstract, links, list(claims.values()), numbers, props)
 
 
+def _text(term: Any) -> str:
+    """A term's lexical value (our graphs hold no RDF-star triple terms)."""
+    return str(term.value)
+
+
 def _int(value: str | None) -> int | None:
     return int(value) if value is not None else None
 
@@ -198,7 +203,7 @@ def entity_infos(
     the labels the paper gives: each becomes the preferred label or an alias)."""
     out: dict[str, EntityInfo] = {}
     for q in quads:
-        s, p, o = q.subject.value, q.predicate.value, q.object.value
+        s, p, o = _text(q.subject), q.predicate.value, _text(q.object)
         if p == RDF.type.value and o in _CLASS_OF:
             out.setdefault(s, EntityInfo()).type = _CLASS_OF[o]
         elif p == SKOS.prefLabel.value:
