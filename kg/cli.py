@@ -383,6 +383,26 @@ def stats(store: str, as_json: bool) -> None:
         click.echo(f"{name.lower() + 's':<9}{counts.get(name, 0):,}")
 
 
+@main.command()
+@STORE_OPTION
+def reindex(store: str) -> None:
+    """Rebuild the search index and aggregates (kg.index) from the store: after a
+    SPARQL update or Graph Store Protocol write, or when the index file is lost.
+    Stop `kg serve` on this store first; it reads the index file."""
+    import time
+
+    from kg.index import index_path, rebuild
+
+    graph = open_for_reading(store)
+    started = time.perf_counter()
+    papers = rebuild(graph)
+    click.echo(
+        f"kg: indexed {papers:,} papers in {time.perf_counter() - started:.1f} s "
+        f"into {index_path(graph.location)}",
+        err=True,
+    )
+
+
 # ---------------------------------------------------------------- export
 
 

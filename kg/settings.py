@@ -82,6 +82,12 @@ class Settings:
     max_request_bytes: int = 16 * 1024 * 1024
     """Largest body /sparql, /sparql/update, /store and POST /papers accept
     (``KG_MAX_REQUEST_BYTES``), checked while the body streams."""
+    graph_max_papers: int = 20_000
+    """Largest store (in papers) whose whole graph ``GET /graph`` draws without a
+    ``focus`` (``KG_GRAPH_MAX_PAPERS``); larger is a 413 naming ``focus``."""
+    graph_max_nodes: int = 50_000
+    """Most nodes a ``focus`` neighbourhood may reach before ``GET /graph``
+    refuses it with a 413 (``KG_GRAPH_MAX_NODES``)."""
     query_workers: int = _flag(2, "--query-workers", "Query processes per uvicorn worker.")
     """Processes that evaluate /sparql queries on an embedded store (``KG_QUERY_WORKERS``)."""
     slow_queries: int = 1

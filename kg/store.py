@@ -58,15 +58,28 @@ __all__ = [
 
 
 def open_store(
-    location: str | os.PathLike[str] | None = None, *, read_only: bool = False
+    location: str | os.PathLike[str] | None = None,
+    *,
+    read_only: bool = False,
+    index: bool = True,
 ) -> GraphStore:
-    """Open the store at a directory (embedded) or an ``http(s)://`` URL (remote)."""
+    """Open the store at a directory (embedded) or an ``http(s)://`` URL (remote).
+
+    ``index``: attach the local search index and aggregates (:mod:`kg.index`),
+    which every paper write and delete through the returned store keeps in step."""
     target = str(location) if location else os.environ.get("KG_STORE") or str(DEFAULT_STORE)
+    store: GraphStore
     if is_remote(target):
         from kg.remote import RemoteStore
 
-        return RemoteStore(target, read_only=read_only)
-    return EmbeddedStore(Path(target), read_only=read_only)
+        store = RemoteStore(target, read_only=read_only)
+    else:
+        store = EmbeddedStore(Path(target), read_only=read_only)
+    if not index:
+        return store
+    from kg.index import with_index
+
+    return with_index(store)
 
 
 def open_reader(location: str | os.PathLike[str] | None = None) -> GraphStore:

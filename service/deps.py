@@ -93,6 +93,11 @@ def _too_large(limit: int) -> Problem:
 
 def store_written(request: HTTPConnection) -> None:
     """Tell the query workers the store changed; call after every write."""
+    # SPARQL Update and the Graph Store Protocol write to the store directly and
+    # can change anything: the search index and aggregates no longer follow.
+    mark_stale = getattr(getattr(request.app.state, "store", None), "mark_stale", None)
+    if mark_stale is not None:
+        mark_stale("a SPARQL update or Graph Store Protocol write")
     notify = getattr(request.app.state, "store_written", None)
     if notify is not None:
         notify()

@@ -39,9 +39,10 @@ from kg.graphview import (
     parse_types,
     search,
 )
+from kg.index.graph import bounded_data
 from service import negotiation as neg
-from service.deps import get_store
-from service.errors import InvalidParameter, NotAcceptable, NotFound
+from service.deps import get_settings, get_store
+from service.errors import InvalidParameter, NotAcceptable, NotFound, Problem
 
 EXPLORER = Path(__file__).resolve().parent / "static" / "explorer"
 DEFAULT_LIMIT = 2000
@@ -70,6 +71,8 @@ def _data_token(request: Request) -> object:
 def _problem(exc: GraphViewError) -> Exception:
     if exc.status == 404:
         return NotFound(str(exc), parameter=exc.param)
+    if exc.status == 413:
+        return Problem(str(exc), status=413, slug="graph-too-large", parameter=exc.param)
     return InvalidParameter(str(exc), parameter=exc.param)
 
 
@@ -139,9 +142,13 @@ async def get_graph(
         raise _problem(exc) from None
     store = get_store(request)
     token = _data_token(request)
+    settings = get_settings(request)
 
     def work() -> tuple[bytes, dict[str, Any]]:
-        graph = build_graph(store, graph_request, data=_graph_data.get(store, token))
+        data = bounded_data(store, graph_request, _graph_data, token,
+                            max_papers=settings.graph_max_papers,
+                            max_nodes=settings.graph_max_nodes)
+        graph = build_graph(store, graph_request, data=data)
         return exporter.write(graph), dict(graph.graph) | {
             "nodes": graph.number_of_nodes(), "edges": graph.number_of_edges()
         }

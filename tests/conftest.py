@@ -12,6 +12,15 @@ import pytest
 from tests.helpers import SHARED
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_data_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Index files of remote stores go under XDG_DATA_HOME: keep them out of ~."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data-home")))
+    yield
+    mp.undo()
+
+
 @pytest.fixture(scope="session")
 def extractor():  # noqa: ANN201
     """The real spaCy extractor, loaded once."""
@@ -38,9 +47,10 @@ def sample_store(tmp_path_factory: pytest.TempPathFactory, extractor) -> Path:  
 
 @pytest.fixture
 def store_copy(sample_store: Path, tmp_path: Path) -> Iterator[Path]:
-    """A private, writable copy of the sample store."""
+    """A private, writable copy of the sample store (and of its index)."""
     target = tmp_path / "store"
     shutil.copytree(sample_store, target)
+    shutil.copy(f"{sample_store}.index.sqlite", f"{target}.index.sqlite")
     yield target
 
 

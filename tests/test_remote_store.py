@@ -307,8 +307,12 @@ def test_remote_store_going_down_is_a_503_problem(tmp_path: Path, extractor) -> 
         ingest(sample_corpus()[:1], open_store(base), extractor=extractor)
         with running_server(base) as served:
             assert httpx.get(served + "/papers").status_code == 200
+            paper = httpx.get(served + "/papers").json()["items"][0]["href"]
             stop(proc)
-            for path in ("/papers", "/papers?task=unlearning", "/tasks", "/stats"):
+            # Lists and counts come from the local index and keep answering;
+            # what only the store holds is a 503.
+            assert httpx.get(served + "/stats", timeout=30).status_code == 200
+            for path in (paper, "/entities/task/unlearning", "/sparql?query=ASK%7B%7D"):
                 response = httpx.get(served + path, timeout=30)
                 assert response.status_code == 503, (path, response.text)
                 assert response.headers["content-type"].startswith("application/problem+json")
@@ -316,3 +320,19 @@ def test_remote_store_going_down_is_a_503_problem(tmp_path: Path, extractor) -> 
     finally:
         if proc.poll() is None:
             stop(proc)
+
+
+def test_the_index_follows_a_remote_store(remote, tmp_path: Path) -> None:  # noqa: ANN001
+    """The index of a remote store is a local file kept by this process's writes;
+    its aggregates equal the scanning queries run on the server, and `kg
+    reindex` rebuilds the same file from the server."""
+    from kg.index import index_of, rebuild
+    from kg.index.db import Index
+    from tests.test_index import indexed, scanned
+
+    index = index_of(remote)
+    assert index is not None, "the fixture's ingest went through the index"
+    expected = indexed(index)
+    assert expected == scanned(remote)
+    assert rebuild(remote, tmp_path / "rebuilt.sqlite") == 37
+    assert indexed(Index(tmp_path / "rebuilt.sqlite")) == expected

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kg import schema
+from kg.index import index_of
 from kg.read.base import (
     RELATIONS,
     TYPE_NAME,
@@ -62,6 +63,11 @@ def list_entities(
     """How many entities of a type (URL segment) have papers, and one page of them
     with paper counts, most papers first."""
     prefix = check_text("prefix", prefix) if prefix is not None else None
+    index = index_of(store)
+    if index is not None:
+        from kg.read import indexed
+
+        return indexed.list_entities(index, type_name, prefix, limit, offset)
     if prefix is None:
         total = count(store, "count-entities-by-type", var="entities", type=TYPES[type_name])
         page = take(solutions(store, "entities-by-type", type=TYPES[type_name]), offset, limit)
@@ -77,6 +83,12 @@ def entity_detail(
     store: GraphStore, type_name: str, key: str, *, papers_limit: int = 100, related_limit: int = 20
 ) -> dict[str, Any] | None:
     """The JSON of one entity, or None when the graph has no entity of that type and key."""
+    index = index_of(store)
+    if index is not None:
+        from kg.read import indexed
+
+        return indexed.entity_detail(index, store, type_name, key, papers_limit=papers_limit,
+                                     related_limit=related_limit)
     iri = entity_iri(schema.kind(type_name).name, key)
     head = first(store, "entity", entity=iri)
     if head is None or head["type"].value != TYPES[type_name].value:
@@ -127,6 +139,11 @@ def search(store: GraphStore, text: str, limit: int) -> dict[str, Any]:
     """Entities whose label or an alias contains ``text`` (see :func:`search_entities`)
     and papers whose title or abstract contains it (see :func:`search_papers`)."""
     text = check_text("q", text) or ""
+    index = index_of(store)
+    if index is not None:
+        from kg.read import indexed
+
+        return indexed.search(index, text, limit)
     return {
         "q": text,
         "entities": search_entities(store, text, limit),
@@ -145,6 +162,11 @@ def class_counts(store: GraphStore) -> dict[str, int]:
 def stats(store: GraphStore, top: int) -> dict[str, Any]:
     """How many papers, entities of each type and claims the graph holds, and the
     tasks and methods with most papers."""
+    index = index_of(store)
+    if index is not None:
+        from kg.read import indexed
+
+        return indexed.stats(index, top)
     names = {
         "Paper": "papers",
         **{k.name: k.plural for k in schema.ENTITY_TYPES},

@@ -200,6 +200,13 @@ def _claim(row: dict[str, str]) -> dict[str, Any]:
 
 def search(store: GraphStore, text: str, limit: int = 20) -> list[dict[str, Any]]:
     """Entities and papers matching a text, best first (the explorer's search box)."""
+    from kg.index import index_of
+
+    index = index_of(store)
+    if index is not None:
+        from kg.index.graph import search as index_search
+
+        return index_search(index, text, limit)
     text = text.strip()
     if not text:
         return []

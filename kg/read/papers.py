@@ -8,6 +8,7 @@ from typing import Any
 
 from pyoxigraph import QuerySolutions
 
+from kg.index import index_of
 from kg.read.base import (
     GROUPS,
     KIND_NAME,
@@ -33,7 +34,13 @@ def papers_page(
     One list (no filter, or one entity filter) is counted by a COUNT query and
     paged by pulling only the page's rows, in the store's index order: sorting
     hundreds of IRIs in Oxigraph costs more than the whole request should.
-    Several filters (or ``q``) intersect full lists, sorted by IRI in Python."""
+    Several filters (or ``q``) intersect full lists, sorted by IRI in Python.
+    With the store's index in step (:mod:`kg.index`), all of it is read there."""
+    index = index_of(store)
+    if index is not None:
+        from kg.read import indexed
+
+        return indexed.papers_page(index, store, given, q, limit, offset)
     entity_filters = [(name, value) for name, value in given.items() if value is not None]
     if not entity_filters and q is None:
         total = count(store, "count-papers")
@@ -227,7 +234,12 @@ def claims_page(
     for ``min_value``/``max_value``); several are intersected in Python and
     ordered by claim IRI. Without filters, the claims are counted by a COUNT
     query and paged in index order. Details come from ``claim.rq`` per claim of
-    the page only."""
+    the page only. With the store's index in step, all of it is read there."""
+    index = index_of(store)
+    if index is not None:
+        from kg.read import indexed
+
+        return indexed.claims_page(index, store, params, limit, offset)
     sets: list[set[str]] = []
     for name, query in CLAIM_FILTERS.items():
         if name in params:

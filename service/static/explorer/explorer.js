@@ -204,6 +204,13 @@
       response = await fetch("/graph?" + graphParams({ format: "cytoscape" }), {
         headers: { Accept: "application/vnd.cytoscape+json" },
       });
+      if (response.status === 413 && !state.focus) {
+        // A large graph is not drawn whole (KG_GRAPH_MAX_PAPERS): start from a search.
+        graph.dataset.state = "too-large";
+        setStatus(["The graph is too large to draw whole: search for a paper or an entity ",
+                   "to see its neighbourhood."]);
+        return;
+      }
       if (!response.ok) {
         let detail = response.statusText;
         try { detail = (await response.json()).detail || detail; } catch (_) { /* not JSON */ }

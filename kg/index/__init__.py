@@ -1,0 +1,247 @@
+"""A search index and precomputed aggregates beside the graph store.
+
+:class:`IndexedStore` wraps any :class:`~kg.store.GraphStore` and keeps an
+:class:`~kg.index.db.Index` (a local SQLite file) in step with every paper
+write and delete that goes through it; REST reads use the index while it is in
+step (:func:`index_of`) and fall back to the scanning named queries otherwise.
+``kg reindex`` (:func:`rebuild`) builds the file again from the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from pyoxigraph import Quad, QuerySolutions
+
+from kg.index import read as ix
+from kg.index.db import Index, IndexError_
+from kg.index.rows import EntityInfo, PaperRow, entity_infos, paper_row
+from kg.mapping import ENTITIES_GRAPH, PaperQuads
+from kg.queries import default_registry
+from kg.store_common import GraphStore
+from kg.vocab import paper_graph, paper_iri
+
+log = logging.getLogger("kg.index")
+
+__all__ = [
+    "Index",
+    "IndexError_",
+    "IndexedStore",
+    "index_of",
+    "index_path",
+    "rebuild",
+    "with_index",
+]
+
+
+def index_path(location: str) -> Path:
+    """Where the index of a store lives: ``KG_INDEX``, else beside a store
+    directory (``<dir>.index.sqlite``), else (a remote store) under the user's
+    data directory, named by a hash of the URL."""
+    explicit = os.environ.get("KG_INDEX")
+    if explicit:
+        return Path(explicit)
+    if location.startswith(("http://", "https://")):
+        base = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share"))
+        digest = hashlib.sha256(location.encode()).hexdigest()[:16]
+        return base / "mlkg" / "index" / f"{digest}.sqlite"
+    return Path(location.rstrip("/") + ".index.sqlite")
+
+
+class IndexedStore:
+    """A store whose paper writes and deletes also update its index.
+
+    Everything not overridden passes through, so callers use it like the store."""
+
+    def __init__(self, store: GraphStore, index: Index) -> None:
+        self._store = store
+        self.index = index
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    @property
+    def inner(self) -> GraphStore:
+        """The wrapped store."""
+        return self._store
+
+    def write_papers(self, papers: Sequence[PaperQuads], *, new: bool = False) -> None:
+        """Write the papers, then their index rows (one transaction each)."""
+        rows = [paper_row(p.paper_id, paper_iri(p.paper_id).value, p.paper) for p in papers]
+        infos = _write_infos(papers)
+        self._follow(
+            lambda: self._store.write_papers(papers, new=new), lambda: self.index.write(rows, infos)
+        )
+
+    def delete_paper(self, paper_id: str) -> bool:
+        """Delete the paper from the store and the index."""
+        result: list[bool] = []
+        self._follow(
+            lambda: result.append(self._store.delete_paper(paper_id)),
+            lambda: self.index.delete([paper_id]),
+        )
+        return result[0]
+
+    def update(self, sparql: str) -> None:
+        """A SPARQL update can change anything: the index is stale afterwards."""
+        try:
+            self._store.update(sparql)
+        finally:
+            self.mark_stale("a SPARQL update")
+
+    def mark_stale(self, why: str) -> None:
+        """Stop using the index until ``kg reindex`` rebuilds it."""
+        if self.index.read_only:
+            return
+        if self.index.state() != "stale":
+            log.warning("the index no longer follows the store after %s: run `kg reindex`", why)
+        self.index.set_state("stale")
+
+    def _follow(self, store_write: Any, index_write: Any) -> None:
+        if self.index.read_only:
+            store_write()
+            return
+        state = self.index.state()
+        self.index.set_state("writing")
+        try:
+            store_write()
+        except BaseException:
+            self.index.set_state("stale")
+            raise
+        if state == "ok":
+            index_write()
+        else:
+            self.index.set_state(state)  # a stale index stays stale until rebuilt
+
+    def close(self) -> None:
+        """Close the index and the store."""
+        self.index.close()
+        self._store.close()
+
+
+def _write_infos(papers: Sequence[PaperQuads]) -> dict[str, EntityInfo]:
+    infos = entity_infos(q for p in papers for q in p.entities)
+    for paper in papers:
+        # In paper order, as the store picks preferred labels: the first paper wins.
+        for iri, label in paper.labels.items():
+            info = infos.setdefault(iri, EntityInfo())
+            info.names.add(label)
+            if info.label is None:
+                info.label = label
+    return infos
+
+
+def with_index(store: GraphStore, path: Path | None = None) -> IndexedStore:
+    """The store with its index attached (created empty when missing).
+
+    An index created here for a store that already holds papers stays unused
+    (``empty``) until ``kg reindex`` fills it; so does one whose paper count is
+    not the store's (the file of another store: a store directory replaced, a
+    remote URL now served by another server)."""
+    target = path or index_path(store.location)
+    read_only = store.read_only
+    # Read-only and missing: every read of its state fails, so it is never used.
+    index = Index(target, read_only=read_only)
+    state = index.state()
+    if state in {"ok", "empty"}:
+        stored = _stored_papers(store)
+        if state == "empty" and stored == 0 and not read_only:
+            index.set_state("ok")  # an empty store and an empty index agree
+        elif state == "ok" and stored != ix.count(index, "class:Paper"):
+            log.warning(
+                "the index at %s holds %d papers, the store %d: not used until `kg reindex`",
+                target,
+                ix.count(index, "class:Paper"),
+                stored,
+            )
+            index.trusted = False
+            if not read_only:
+                index.set_state("stale")
+    if index.state() != "ok":
+        log.warning(
+            "the index at %s is %s: REST reads scan the graph until `kg reindex`",
+            target,
+            index.state(),
+        )
+    return IndexedStore(store, index)
+
+
+def _stored_papers(store: GraphStore) -> int:
+    row = next(_solutions(default_registry().run(store, "count-papers", {})), None)
+    return int(row["papers"].value) if row is not None else 0
+
+
+def index_of(store: object) -> Index | None:
+    """The store's index when it is in step with the store, else None."""
+    index = getattr(store, "index", None)
+    if isinstance(index, Index) and index.usable:
+        return index
+    return None
+
+
+# ------------------------------------------------------------------ rebuilding
+
+
+def _paper_quads(store: GraphStore, paper_id: str) -> Iterator[Quad]:
+    graph = paper_graph(paper_id)
+    raw = store.native()
+    if raw is not None:
+        yield from raw.quads_for_pattern(None, None, None, graph)
+        return
+    for s in _solutions(
+        default_registry().run(store, "store/paper-graph-quads", {"graph": graph.value})
+    ):
+        yield Quad(s["s"], s["p"], s["o"], graph)
+
+
+def read_rows(store: GraphStore, paper_ids: Iterable[str]) -> Iterator[PaperRow]:
+    """The index rows of stored papers, read back from their graphs."""
+    for pid in paper_ids:
+        yield paper_row(pid, paper_iri(pid).value, _paper_quads(store, pid))
+
+
+def read_entities(store: GraphStore) -> dict[str, EntityInfo]:
+    """Every typed entity's class and names, read from the entities graph."""
+    quads = (
+        Quad(s["s"], s["p"], s["o"], ENTITIES_GRAPH)
+        for s in _solutions(default_registry().run(store, "store/entity-names", {}))
+    )
+    return entity_infos(quads)
+
+
+def rebuild(store: GraphStore, path: Path | None = None, *, batch: int = 512) -> int:
+    """Build the index of ``store`` afresh into ``path`` (replacing the file when
+    done, so a reader never sees half an index); the number of papers indexed."""
+    store = getattr(store, "inner", store)
+    target = path or index_path(store.location)
+    tmp = target.with_name(target.name + ".building")
+    for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+        leftover.unlink(missing_ok=True)
+    index = Index(tmp)
+    index.write([], read_entities(store), state="writing")
+    ids = iter(sorted(store.paper_ids()))
+    done = 0
+    while chunk := list(islice(ids, batch)):
+        index.write(list(read_rows(store, chunk)), {}, state="writing")
+        done += len(chunk)
+    index.set_state("ok")
+    index.close()
+    for old in (Path(f"{target}-wal"), Path(f"{target}-shm")):
+        old.unlink(missing_ok=True)
+    os.replace(tmp, target)
+    return done
+
+
+def _solutions(result: object) -> Iterator[Any]:
+    """The rows of a SELECT result (a named SELECT query always gives one)."""
+    assert isinstance(result, QuerySolutions)
+    return iter(result)

@@ -1,0 +1,292 @@
+"""The index database: a SQLite file (standard library) beside the store.
+
+It holds what REST reads would otherwise compute by scanning the graph:
+
+* ``papers`` and ``papers_fts`` — each paper's id, title and abstract, with an
+  FTS5 full-text index (Porter-stemmed words, BM25 ranking);
+* ``entities`` — every typed entity with its preferred label and the number of
+  papers linking it (``papers``), ranked by an index per type;
+* ``names`` / ``names_tri`` — every label and alias, for prefix lookups (a
+  B-tree over the lower-cased name) and substring search (FTS5 trigrams);
+* ``links`` — paper → entity edges, ordered by entity then paper id;
+* ``cooc`` — for each ordered pair of entities, the number of papers linking
+  both (what ``related-entities.rq`` counts);
+* ``claims`` / ``claim_values`` / ``claim_details`` — each claim's filters,
+  stated numbers and JSON (what ``GET /claims`` shows, without labels);
+* ``counts`` — class counts for ``/stats`` and linked entities per type.
+
+Every aggregate is changed by the write that changes its inputs (adding a
+paper adds its contributions; replacing or deleting one first takes its old
+contributions away), so a write costs what the paper holds, not what the store
+holds. ``meta.state`` says whether the file is in step with the store: ``ok``,
+``writing`` while a store write is under way, ``stale`` after a write the index
+could not follow (SPARQL UPDATE, Graph Store Protocol); readers use the index
+only when it is ``ok``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from itertools import permutations
+from pathlib import Path
+
+from kg.index.rows import RELATION_TYPE, EntityInfo, PaperRow
+
+SCHEMA_VERSION = "1"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS papers (
+  pid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, iri TEXT NOT NULL, title TEXT);
+CREATE VIRTUAL TABLE IF NOT EXISTS papers_fts USING fts5(
+  title, abstract, tokenize = 'porter unicode61 remove_diacritics 2');
+CREATE TABLE IF NOT EXISTS entities (
+  eid INTEGER PRIMARY KEY, iri TEXT NOT NULL UNIQUE, type TEXT, label TEXT,
+  papers INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS entities_rank ON entities (type, papers DESC, iri);
+CREATE TABLE IF NOT EXISTS names (
+  lname TEXT NOT NULL, eid INTEGER NOT NULL, name TEXT NOT NULL,
+  PRIMARY KEY (lname, eid, name)) WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS names_tri USING fts5(
+  lname, eid UNINDEXED, name UNINDEXED, tokenize = 'trigram');
+CREATE TABLE IF NOT EXISTS links (
+  eid INTEGER NOT NULL, paper_id TEXT NOT NULL, rel TEXT NOT NULL, pid INTEGER NOT NULL,
+  PRIMARY KEY (eid, paper_id, rel)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS links_paper ON links (pid);
+CREATE TABLE IF NOT EXISTS cooc (
+  a INTEGER NOT NULL, b INTEGER NOT NULL, btype TEXT NOT NULL, n INTEGER NOT NULL,
+  PRIMARY KEY (a, b)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS cooc_rank ON cooc (a, btype, n DESC, b);
+CREATE TABLE IF NOT EXISTS claims (
+  cid INTEGER PRIMARY KEY, iri TEXT NOT NULL UNIQUE, pid INTEGER NOT NULL,
+  subject TEXT, metric TEXT, dataset TEXT, kind TEXT);
+CREATE INDEX IF NOT EXISTS claims_paper ON claims (pid);
+CREATE INDEX IF NOT EXISTS claims_subject ON claims (subject, iri);
+CREATE INDEX IF NOT EXISTS claims_metric ON claims (metric, iri);
+CREATE INDEX IF NOT EXISTS claims_dataset ON claims (dataset, iri);
+CREATE INDEX IF NOT EXISTS claims_kind ON claims (kind, iri);
+CREATE TABLE IF NOT EXISTS claim_details (cid INTEGER PRIMARY KEY, detail TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS claim_values (cid INTEGER NOT NULL, number REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS claim_values_claim ON claim_values (cid);
+CREATE INDEX IF NOT EXISTS claim_values_number ON claim_values (number);
+CREATE TABLE IF NOT EXISTS counts (key TEXT PRIMARY KEY, n INTEGER NOT NULL);
+"""
+
+
+class IndexError_(Exception):
+    """The index file cannot be used."""
+
+
+class Index:
+    """One index file: thread-local read connections, one serialised writer."""
+
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        self.trusted = True
+        self._wdb: sqlite3.Connection | None = None
+        """False once found not to match its store (see ``kg.index.with_index``)."""
+        self._local = threading.local()
+        self._write_lock = threading.Lock()
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._write_lock:
+                db = self._wdb = self._connect()
+                db.executescript(SCHEMA)  # commits on its own: not inside _writer
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('version', ?)", (SCHEMA_VERSION,))
+
+    # ------------------------------------------------------------ connections
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.read_only:
+            db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        else:
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA cache_size=-65536")  # 64 MB per connection
+        return db
+
+    def reader(self) -> sqlite3.Connection:
+        """This thread's read connection."""
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = self._local.db = self._connect()
+        return db
+
+    @contextmanager
+    def _writer(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            raise IndexError_(f"the index at {self.path} is open read-only")
+        with self._write_lock:
+            db = self._wdb
+            if db is None:
+                db = self._wdb = self._connect()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close the writer (read connections close with their threads)."""
+        db = self._wdb
+        if db is not None:
+            db.close()
+            self._wdb = None
+        local = getattr(self._local, "db", None)
+        if local is not None:
+            local.close()
+            self._local.db = None
+
+    # ------------------------------------------------------------ state
+
+    def state(self) -> str:
+        """``ok``, ``writing``, ``stale`` or ``empty`` (never filled)."""
+        try:
+            row = self.reader().execute("SELECT value FROM meta WHERE key='state'").fetchone()
+        except sqlite3.Error:
+            return "stale"
+        return row[0] if row else "empty"
+
+    @property
+    def usable(self) -> bool:
+        """Whether the index is in step with the store."""
+        return self.trusted and self.state() == "ok"
+
+    def set_state(self, state: str) -> None:
+        """Record whether the index follows the store."""
+        with self._writer() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('state', ?)", (state,))
+
+    # ------------------------------------------------------------ writes
+
+    def write(
+        self, rows: Iterable[PaperRow], entities: dict[str, EntityInfo], *, state: str = "ok"
+    ) -> None:
+        """Add entities' names and (re)place papers, in one transaction."""
+        with self._writer() as db:
+            for iri, info in entities.items():
+                eid = _entity(db, iri, info.type)
+                if info.label is not None:
+                    db.execute(
+                        "UPDATE entities SET label=? WHERE eid=? AND label IS NULL",
+                        (info.label, eid),
+                    )
+                for name in info.names:
+                    low = name.lower()
+                    if db.execute(
+                        "INSERT OR IGNORE INTO names VALUES (?,?,?)", (low, eid, name)
+                    ).rowcount:
+                        db.execute("INSERT INTO names_tri VALUES (?,?,?)", (low, eid, name))
+            for row in rows:
+                _remove_paper(db, row.paper_id)
+                _add_paper(db, row)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('state', ?)", (state,))
+
+    def delete(self, paper_ids: Iterable[str]) -> None:
+        """Take these papers and their contributions out."""
+        with self._writer() as db:
+            for paper_id in paper_ids:
+                _remove_paper(db, paper_id)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('state', 'ok')")
+
+
+def _rowid(cursor: sqlite3.Cursor) -> int:
+    assert cursor.lastrowid is not None, "an INSERT gives its row id"
+    return cursor.lastrowid
+
+
+def _bump(db: sqlite3.Connection, key: str, by: int) -> None:
+    if by:
+        db.execute(
+            "INSERT INTO counts VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET n = n + ?",
+            (key, by, by),
+        )
+
+
+def _entity(db: sqlite3.Connection, iri: str, type_name: str | None) -> int:
+    row = db.execute("SELECT eid, type FROM entities WHERE iri=?", (iri,)).fetchone()
+    if row is not None:
+        if row[1] is None and type_name is not None:
+            db.execute("UPDATE entities SET type=? WHERE eid=?", (type_name, row[0]))
+            _bump(db, "class:" + type_name, 1)
+        return row[0]
+    cur = db.execute("INSERT INTO entities (iri, type) VALUES (?, ?)", (iri, type_name))
+    if type_name is not None:
+        _bump(db, "class:" + type_name, 1)
+    return _rowid(cur)
+
+
+def _add_paper(db: sqlite3.Connection, row: PaperRow) -> None:
+    pid = _rowid(
+        db.execute(
+            "INSERT INTO papers (id, iri, title) VALUES (?,?,?)", (row.paper_id, row.iri, row.title)
+        )
+    )
+    db.execute(
+        "INSERT INTO papers_fts (rowid, title, abstract) VALUES (?,?,?)",
+        (pid, row.title or "", row.abstract),
+    )
+    _bump(db, "class:Paper", 1)
+    linked: dict[int, str] = {}  # eid → the type its relations give it
+    for iri, rel in sorted(row.links):
+        eid = _entity(db, iri, None)
+        linked[eid] = RELATION_TYPE[rel]
+        db.execute("INSERT INTO links VALUES (?,?,?,?)", (eid, row.paper_id, rel, pid))
+    for eid, type_name in linked.items():
+        db.execute("UPDATE entities SET papers = papers + 1 WHERE eid=?", (eid,))
+        if db.execute("SELECT papers FROM entities WHERE eid=?", (eid,)).fetchone()[0] == 1:
+            _bump(db, "linked:" + type_name, 1)
+    db.executemany(
+        "INSERT INTO cooc VALUES (?,?,?,1) ON CONFLICT(a, b) DO UPDATE SET n = n + 1",
+        [(a, b, linked[b]) for a, b in permutations(linked, 2)],
+    )
+    for claim in row.claims:
+        cid = _rowid(
+            db.execute(
+                "INSERT INTO claims (iri, pid, subject, metric, dataset, kind) "
+                "VALUES (?,?,?,?,?,?)",
+                (claim.iri, pid, claim.subject, claim.metric, claim.dataset, claim.kind),
+            )
+        )
+        db.execute(
+            "INSERT INTO claim_details VALUES (?, ?)",
+            (cid, json.dumps(row.claim_detail(claim), separators=(",", ":"))),
+        )
+        db.executemany(
+            "INSERT INTO claim_values VALUES (?, ?)", [(cid, n) for n in row.claim_values(claim)]
+        )
+    _bump(db, "class:Claim", len(row.claims))
+
+
+def _remove_paper(db: sqlite3.Connection, paper_id: str) -> None:
+    found = db.execute("SELECT pid FROM papers WHERE id=?", (paper_id,)).fetchone()
+    if found is None:
+        return
+    pid = found[0]
+    linked: dict[int, str] = {}
+    for eid, rel in db.execute("SELECT eid, rel FROM links WHERE pid=?", (pid,)).fetchall():
+        linked[eid] = RELATION_TYPE[rel]
+    db.execute("DELETE FROM links WHERE pid=?", (pid,))
+    for eid, type_name in linked.items():
+        db.execute("UPDATE entities SET papers = papers - 1 WHERE eid=?", (eid,))
+        if db.execute("SELECT papers FROM entities WHERE eid=?", (eid,)).fetchone()[0] == 0:
+            _bump(db, "linked:" + type_name, -1)
+    pairs = list(permutations(linked, 2))
+    db.executemany("UPDATE cooc SET n = n - 1 WHERE a=? AND b=?", pairs)
+    db.executemany("DELETE FROM cooc WHERE a=? AND b=? AND n <= 0", pairs)
+    claims = [c for (c,) in db.execute("SELECT cid FROM claims WHERE pid=?", (pid,)).fetchall()]
+    db.executemany("DELETE FROM claim_values WHERE cid=?", [(c,) for c in claims])
+    db.executemany("DELETE FROM claim_details WHERE cid=?", [(c,) for c in claims])
+    db.execute("DELETE FROM claims WHERE pid=?", (pid,))
+    _bump(db, "class:Claim", -len(claims))
+    db.execute("DELETE FROM papers_fts WHERE rowid=?", (pid,))
+    db.execute("DELETE FROM papers WHERE pid=?", (pid,))
+    _bump(db, "class:Paper", -1)

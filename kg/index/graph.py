@@ -1,0 +1,236 @@
+"""A focus's neighbourhood read from the index, for ``GET /graph?focus=…``.
+
+:func:`kg.graphview.read_graph_data` reads the whole graph (fine for a few
+thousand papers, not for 100,000). Here only the nodes within ``radius`` hops
+of the focus in the paper–entity graph are read, with the same node attributes
+and the links they take part in, so :func:`kg.graphview.build_graph` draws
+exactly what it would draw from the whole graph:
+
+* bipartite projection, ``depth`` d: every node within d hops, with the links
+  of the nodes nearer than d (two nodes at the same distance are of the same
+  kind, papers or entities, so there is no other link among them);
+* entity projection, depth d: an entity-to-entity hop is two bipartite hops, and
+  the weight of an edge counts every paper naming both ends, so the ball has
+  radius 2d + 1 (every paper of every entity drawn).
+
+A ball larger than ``cap`` nodes raises :class:`NeighbourhoodTooLarge` instead
+of being read.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import unquote
+
+from pyoxigraph import QuerySolutions
+
+from kg.graphview import GraphData, GraphDataCache, GraphRequest
+from kg.index.db import Index
+from kg.queries import default_registry
+from kg.read.graph import GraphViewError, clean_text, local_name, paper_label, resolve_focus
+from kg.store_common import GraphStore
+from kg.vocab import ID_PREFIX
+
+
+class GraphTooLarge(GraphViewError):
+    """What was asked for is too large to draw (the service answers 413)."""
+
+    def __init__(self, message: str, *, param: str) -> None:
+        super().__init__(message, param=param, status=413)
+
+
+class NeighbourhoodTooLarge(GraphTooLarge):
+    """The neighbourhood asked for holds more nodes than the cap."""
+
+    def __init__(self, nodes: int, cap: int) -> None:
+        GraphTooLarge.__init__(
+            self,
+            f"the neighbourhood reaches more than {cap:,} nodes (at least {nodes:,}); ask for "
+            "a smaller depth, the bipartite projection, or fewer types",
+            param="depth",
+        )
+        self.nodes, self.cap = nodes, cap
+
+
+def bounded_data(
+    store: GraphStore,
+    request: GraphRequest,
+    cache: GraphDataCache,
+    token: object,
+    *,
+    max_papers: int,
+    max_nodes: int,
+) -> GraphData:
+    """The graph data a request needs, read so that its cost stays bounded: a
+    focus's neighbourhood from the index (when it is in step), the whole graph
+    only for stores of at most ``max_papers`` papers, else :class:`GraphTooLarge`."""
+    from kg.index import index_of
+    from kg.index import read as ix
+
+    index = index_of(store)
+    if request.focus and index is not None:
+        iri = resolve_focus(store, request.focus)
+        radius = request.depth if request.projection == "bipartite" else 2 * request.depth + 1
+        return neighbourhood(index, iri, radius, max_nodes)
+    if index is not None:
+        papers = ix.count(index, "class:Paper")
+    else:
+        row = next(_solutions(default_registry().run(store, "count-papers", {})), None)
+        papers = int(row["papers"].value) if row is not None else 0
+    if papers > max_papers:
+        raise GraphTooLarge(
+            f"the graph holds {papers:,} papers, more than the {max_papers:,} drawn whole "
+            "(KG_GRAPH_MAX_PAPERS); give focus=… (a paper or entity) and depth for a "
+            "neighbourhood, with min_support and types to thin it, or export offline with "
+            "`kg graph`",
+            param="focus",
+        )
+    return cache.get(store, token)
+
+
+def _chunks(items: list[Any], size: int = 500) -> list[list[Any]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def neighbourhood(index: Index, focus: str, radius: int, cap: int) -> GraphData:
+    """The graph data of the nodes within ``radius`` hops of ``focus`` (an IRI)."""
+    db = index.reader()
+    prefix = ID_PREFIX + "paper/"
+    paper_id = unquote(focus[len(prefix) :]) if focus.startswith(prefix) else None
+    paper = db.execute("SELECT pid FROM papers WHERE id = ?", (paper_id,)).fetchone()
+    entity = db.execute("SELECT eid FROM entities WHERE iri = ?", (focus,)).fetchone()
+    papers: set[int] = {paper[0]} if paper else set()
+    entities: set[int] = {entity[0]} if entity else set()
+    frontier_p, frontier_e = set(papers), set(entities)
+    links: list[tuple[int, int, str]] = []  # (pid, eid, relation)
+    for _hop in range(radius):
+        found: list[tuple[int, int, str]] = []
+        for chunk in _chunks(sorted(frontier_p)):
+            found += db.execute(
+                f"SELECT pid, eid, rel FROM links WHERE pid IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()
+        for chunk in _chunks(sorted(frontier_e)):
+            found += db.execute(
+                f"SELECT pid, eid, rel FROM links WHERE eid IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()
+        links += found
+        frontier_p = {p for p, _e, _r in found} - papers
+        frontier_e = {e for _p, e, _r in found} - entities
+        papers |= frontier_p
+        entities |= frontier_e
+        if len(papers) + len(entities) > cap:
+            raise NeighbourhoodTooLarge(len(papers) + len(entities), cap)
+        if not frontier_p and not frontier_e:
+            break
+    return _graph_data(index, papers, entities, links)
+
+
+def _graph_data(
+    index: Index, papers: set[int], entities: set[int], links: list[tuple[int, int, str]]
+) -> GraphData:
+    db = index.reader()
+    data = GraphData()
+    piri: dict[int, str] = {}
+    for chunk in _chunks(sorted(papers)):
+        for pid, iri, paper_id, title, snippet in db.execute(
+            f"SELECT p.pid, p.iri, p.id, p.title, substr(f.abstract, 1, 300) FROM papers p "
+            f"JOIN papers_fts f ON f.rowid = p.pid WHERE p.pid IN ({','.join('?' * len(chunk))})",
+            chunk,
+        ):
+            piri[pid] = iri
+            data.nodes[iri] = {
+                "iri": iri,
+                "label": paper_label(title or None, snippet, paper_id),
+                "type": "Paper",
+                "paper_count": 1,
+                "aliases": "",
+            }
+    eiri: dict[int, str] = {}
+    names: dict[int, list[str]] = defaultdict(list)
+    for chunk in _chunks(sorted(entities)):
+        marks = ",".join("?" * len(chunk))
+        for eid, name in db.execute(f"SELECT eid, name FROM names WHERE eid IN ({marks})", chunk):
+            names[eid].append(clean_text(name))
+        for eid, iri, type_name, label, count in db.execute(
+            f"SELECT eid, iri, type, label, papers FROM entities WHERE eid IN ({marks}) "
+            "AND papers > 0 AND type IS NOT NULL",
+            chunk,
+        ):
+            eiri[eid] = iri
+            shown = clean_text(label or "") or local_name(iri)
+            data.nodes[iri] = {
+                "iri": iri,
+                "label": shown,
+                "type": type_name,
+                "paper_count": count,
+                "aliases": "; ".join(sorted({a for a in names[eid] if a and a != shown})),
+            }
+    for pid, eid, rel in links:
+        if pid in piri and eid in eiri:
+            data.links.setdefault((piri[pid], eiri[eid]), set()).add(rel)
+    for paper, entity in data.links:
+        data.entities_of[paper].add(entity)
+        data.papers_of[entity].add(paper)
+    return data
+
+
+def search(index: Index, text: str, limit: int = 20) -> list[dict[str, Any]]:
+    """The explorer's search from the index: a paper whose id is ``text`` first,
+    then entities whose names contain it (exact names first, most papers
+    first), then papers by BM25 — the shape of :func:`kg.graphview.search`."""
+    from kg.index import read as ix
+
+    text = text.strip()
+    if not text:
+        return []
+    out: list[dict[str, Any]] = []
+    exact = (
+        index.reader()
+        .execute(
+            "SELECT p.iri, p.id, p.title, substr(f.abstract, 1, 200) FROM papers p "
+            "JOIN papers_fts f ON f.rowid = p.pid WHERE p.id = ?",
+            (text,),
+        )
+        .fetchall()
+    )
+    found = [(iri, pid, title, snippet, 1) for iri, pid, title, snippet in exact]
+    for e in ix.search_entities(index, text, limit):
+        out.append(
+            {
+                "iri": e["iri"],
+                "type": e["type"],
+                "label": clean_text(e["label"] or "") or local_name(e["iri"]),
+                "match": clean_text(e["matched"]),
+                "papers": e["papers"],
+            }
+        )
+    db = index.reader()
+    for iri, pid, _title in ix.search_papers(index, text, limit):
+        if not exact or pid != text:
+            row = db.execute(
+                "SELECT p.title, substr(f.abstract, 1, 200) FROM papers p JOIN "
+                "papers_fts f ON f.rowid = p.pid WHERE p.id = ?",
+                (pid,),
+            ).fetchone()
+            found.append((iri, pid, row[0], row[1], 0))
+    papers = [
+        {
+            "iri": iri,
+            "type": "Paper",
+            "label": paper_label(None, title or snippet, pid),
+            "match": clean_text(title or snippet or ""),
+            "papers": 1,
+        }
+        for iri, pid, title, snippet, _exact in found
+    ]
+    return (papers[: len(exact)] + out + papers[len(exact) :])[:limit]
+
+
+def _solutions(result: object) -> Iterator[Any]:
+    """The rows of a SELECT result (a named SELECT query always gives one)."""
+    assert isinstance(result, QuerySolutions)
+    return iter(result)

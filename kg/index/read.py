@@ -1,0 +1,315 @@
+"""Reads from the index: the answers REST would otherwise compute by scanning.
+
+Each function returns plain tuples and dicts; :mod:`service.rest_data` shapes
+them into the API's JSON exactly as it shapes the named queries' results.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from typing import Any
+
+from kg.index.db import Index
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_TOP = "\U0010ffff"  # sorts after every character: the end of a prefix range
+
+
+def fts_query(text: str) -> str | None:
+    """The FTS5 query for free text: every word, each quoted (so no FTS syntax
+    from the client is ever interpreted), all required. None: no word at all."""
+    words = _WORD.findall(text)
+    return " ".join(f'"{w}"' for w in words) if words else None
+
+
+def count(index: Index, key: str) -> int:
+    """One maintained counter (``class:Paper``, ``linked:Task``…)."""
+    row = index.reader().execute("SELECT n FROM counts WHERE key=?", (key,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def class_counts(index: Index) -> dict[str, int]:
+    """Class local name → instances, as ``class-counts.rq`` counts them."""
+    rows = index.reader().execute("SELECT key, n FROM counts WHERE key LIKE 'class:%'")
+    return {key[6:]: n for key, n in rows if n}
+
+
+def entity_id(index: Index, iri: str) -> int | None:
+    """The index's row id of an entity."""
+    row = index.reader().execute("SELECT eid FROM entities WHERE iri=?", (iri,)).fetchone()
+    return row[0] if row else None
+
+
+def entity_papers_count(index: Index, iri: str) -> int:
+    """How many papers link the entity."""
+    row = index.reader().execute("SELECT papers FROM entities WHERE iri=?", (iri,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def papers(index: Index, limit: int, offset: int) -> tuple[int, list[tuple[str, str, str | None]]]:
+    """All papers by id: the total and one page of (iri, id, title)."""
+    rows = (
+        index.reader()
+        .execute("SELECT iri, id, title FROM papers ORDER BY id LIMIT ? OFFSET ?", (limit, offset))
+        .fetchall()
+    )
+    return count(index, "class:Paper"), rows
+
+
+def filtered_papers(
+    index: Index, entities: list[str], text: str | None, limit: int, offset: int
+) -> tuple[int, list[tuple[str, str, str | None]]]:
+    """Papers linking every entity and matching ``text``: the total and one page
+    of (iri, id, title) — by BM25 rank for text alone, else by id."""
+    db = index.reader()
+    parts: list[str] = []
+    params: list[Any] = []
+    for iri in entities:
+        parts.append("SELECT l.pid FROM links l JOIN entities e ON e.eid = l.eid WHERE e.iri = ?")
+        params.append(iri)
+    match = fts_query(text) if text is not None else None
+    if text is not None and match is None:
+        return 0, []
+    if not parts and match is None:
+        return papers(index, limit, offset)
+    if len(entities) == 1 and match is None:
+        eid = entity_id(index, entities[0])
+        if eid is None:
+            return 0, []
+        total = entity_papers_count(index, entities[0])
+        rows = db.execute(
+            "SELECT p.iri, p.id, p.title FROM (SELECT DISTINCT paper_id, pid FROM links "
+            "WHERE eid = ? ORDER BY paper_id LIMIT ? OFFSET ?) l JOIN papers p ON p.pid = l.pid "
+            "ORDER BY l.paper_id",
+            (eid, limit, offset),
+        ).fetchall()
+        return total, rows
+    wanted = " INTERSECT ".join(parts)
+    if match is not None and not parts:
+        total = db.execute(
+            "SELECT count(*) FROM papers_fts WHERE papers_fts MATCH ?", (match,)
+        ).fetchone()[0]
+        rows = db.execute(
+            "SELECT p.iri, p.id, p.title FROM papers_fts f JOIN papers p ON p.pid = f.rowid "
+            "WHERE papers_fts MATCH ? ORDER BY f.rank, p.id LIMIT ? OFFSET ?",
+            (match, limit, offset),
+        ).fetchall()
+        return total, rows
+    if match is not None:
+        # Text and entities: ranking inside an FTS query restricted to a set of
+        # rows costs a lookup per row, so the two sets are intersected here and
+        # the result ordered by id, like the entity filters alone.
+        found = {r for (r,) in db.execute(wanted, params)}
+        found &= {
+            r
+            for (r,) in db.execute(
+                "SELECT rowid FROM papers_fts WHERE papers_fts MATCH ?", (match,)
+            )
+        }
+        ids = sorted(found)
+        found_rows: list[Any] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            found_rows += db.execute(
+                f"SELECT iri, id, title FROM papers WHERE pid IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()
+        found_rows.sort(key=lambda r: r[1])
+        return len(found_rows), found_rows[offset : offset + limit]
+    total = db.execute(f"SELECT count(*) FROM ({wanted})", params).fetchone()[0]
+    rows = db.execute(
+        f"SELECT p.iri, p.id, p.title FROM papers p WHERE p.pid IN ({wanted}) "
+        "ORDER BY p.id LIMIT ? OFFSET ?",
+        [*params, limit, offset],
+    ).fetchall()
+    return total, rows
+
+
+def search_papers(index: Index, text: str, limit: int) -> list[tuple[str, str, str | None]]:
+    """The best ``limit`` papers for free text by BM25 (title and abstract)."""
+    return filtered_papers(index, [], text, limit, 0)[1]
+
+
+def search_entities(index: Index, text: str, limit: int) -> list[dict[str, Any]]:
+    """Entities with papers whose label or an alias contains ``text`` (any
+    case): exact matches first, then prefix matches, then others; most papers
+    first among equals, then shorter names."""
+    low = text.lower()
+    db = index.reader()
+    if len(low) >= 3:
+        phrase = '"' + low.replace('"', '""') + '"'
+        matches = db.execute(
+            "SELECT eid, name FROM names_tri WHERE names_tri MATCH ?", (phrase,)
+        ).fetchall()
+    else:
+        matches = db.execute(
+            "SELECT eid, name FROM names WHERE instr(lname, ?) > 0", (low,)
+        ).fetchall()
+    best: dict[int, tuple[int, int, str]] = {}
+    for eid, name in matches:
+        lname = name.lower()
+        if low not in lname:
+            continue  # trigram matches are candidates: check the substring itself
+        rank = (0 if lname == low else 1 if lname.startswith(low) else 2, len(name), name)
+        if eid not in best or rank < best[eid]:
+            best[eid] = rank
+    found = []
+    for eid, iri, type_name, label, n in _entities(db, list(best)):
+        if n > 0:
+            rank = best[eid]
+            found.append(
+                (
+                    (rank[0], -n, rank[1], iri),
+                    {
+                        "iri": iri,
+                        "type": type_name,
+                        "label": label,
+                        "papers": n,
+                        "matched": rank[2],
+                    },
+                )
+            )
+    found.sort(key=lambda pair: pair[0])
+    return [item for _, item in found[:limit]]
+
+
+def _entities(db: Any, eids: list[int]) -> list[tuple[int, str, str, str | None, int]]:
+    out: list[tuple[int, str, str, str | None, int]] = []
+    for start in range(0, len(eids), 500):
+        chunk = eids[start : start + 500]
+        out.extend(
+            db.execute(
+                f"SELECT eid, iri, type, label, papers FROM entities WHERE eid IN "
+                f"({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()
+        )
+    return out
+
+
+def ranked_entities(
+    index: Index, type_name: str, prefix: str | None, limit: int, offset: int
+) -> tuple[int, list[tuple[str, str, str | None, int]]]:
+    """Entities of a type with papers, most papers first (then by IRI), optionally
+    only those with a label or alias starting with ``prefix`` (any case): the
+    total and one page of (iri, type, label, papers)."""
+    db = index.reader()
+    if prefix is None:
+        rows = db.execute(
+            "SELECT iri, type, label, papers FROM entities WHERE type = ? AND papers > 0 "
+            "ORDER BY papers DESC, iri LIMIT ? OFFSET ?",
+            (type_name, limit, offset),
+        ).fetchall()
+        return count(index, "linked:" + type_name), rows
+    low = prefix.lower()
+    matching = (
+        "SELECT DISTINCT e.eid, e.iri, e.type, e.label, e.papers FROM names n "
+        "CROSS JOIN entities e ON e.eid = n.eid WHERE n.lname >= ? AND n.lname < ? "
+        "AND e.type = ? AND e.papers > 0"
+    )
+    args = (low, low + _TOP, type_name)
+    total = db.execute(f"SELECT count(*) FROM ({matching})", args).fetchone()[0]
+    page = db.execute(
+        f"SELECT iri, type, label, papers FROM ({matching}) "
+        "ORDER BY papers DESC, iri LIMIT ? OFFSET ?",
+        (*args, limit, offset),
+    ).fetchall()
+    return total, page
+
+
+def entity_papers(
+    index: Index, iri: str, limit: int
+) -> tuple[int, list[tuple[str, str, str | None, list[str]]]]:
+    """How many papers link the entity, and the first ``limit`` of them by id as
+    (iri, id, title, relation IRIs)."""
+    db = index.reader()
+    eid = entity_id(index, iri)
+    if eid is None:
+        return 0, []
+    rows = db.execute(
+        "SELECT p.iri, p.id, p.title, l.rel FROM (SELECT DISTINCT paper_id FROM links "
+        "WHERE eid = ? ORDER BY paper_id LIMIT ?) f JOIN links l ON l.eid = ? AND "
+        "l.paper_id = f.paper_id JOIN papers p ON p.pid = l.pid ORDER BY l.paper_id, l.rel",
+        (eid, limit, eid),
+    ).fetchall()
+    out: dict[str, tuple[str, str, str | None, list[str]]] = {}
+    for piri, pid, title, rel in rows:
+        out.setdefault(pid, (piri, pid, title, []))[3].append(rel)
+    return entity_papers_count(index, iri), list(out.values())
+
+
+def related(
+    index: Index, iri: str, type_name: str, limit: int
+) -> list[tuple[str, str, str | None, int]]:
+    """Entities of a type sharing papers with the entity, most shared papers
+    first: (iri, type, label, shared papers)."""
+    eid = entity_id(index, iri)
+    if eid is None:
+        return []
+    return (
+        index.reader()
+        .execute(
+            "SELECT e.iri, e.type, e.label, c.n FROM cooc c JOIN entities e ON e.eid = c.b "
+            "WHERE c.a = ? AND c.btype = ? ORDER BY c.n DESC, c.b LIMIT ?",
+            (eid, type_name, limit),
+        )
+        .fetchall()
+    )
+
+
+def claims(index: Index, filters: dict[str, Any], limit: int, offset: int) -> tuple[int, list[str]]:
+    """Claims matching every filter (``subject``, ``metric``, ``dataset``,
+    ``kind`` as IRIs; ``min_value``/``max_value`` as numbers): the total and one
+    page of claim IRIs, ordered by IRI."""
+    where: list[str] = []
+    args: list[Any] = []
+    for name in ("subject", "metric", "dataset", "kind"):
+        if name in filters:
+            where.append(f"{name} = ?")
+            args.append(getattr(filters[name], "value", filters[name]))
+    if "min_value" in filters or "max_value" in filters:
+        low = float(filters.get("min_value", float("-inf")))
+        high = float(filters.get("max_value", float("inf")))
+        where.append("cid IN (SELECT cid FROM claim_values WHERE number BETWEEN ? AND ?)")
+        args.extend((low, high))
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    db = index.reader()
+    if where:
+        total = db.execute(f"SELECT count(*) FROM claims {clause}", args).fetchone()[0]
+    else:
+        total = count(index, "class:Claim")
+    rows = db.execute(
+        f"SELECT iri FROM claims {clause} ORDER BY iri LIMIT ? OFFSET ?", [*args, limit, offset]
+    ).fetchall()
+    return total, [iri for (iri,) in rows]
+
+
+def claim_details(index: Index, iris: list[str]) -> list[dict[str, Any]] | None:
+    """The stored JSON of these claims, in order, with their entities' labels
+    and their paper's (iri, id, title) under ``paper``; None when any claim has
+    no stored JSON (an index written before it was kept)."""
+    db = index.reader()
+    out: list[dict[str, Any]] = []
+    for iri in iris:
+        try:
+            row = db.execute(
+                "SELECT d.detail, p.iri, p.id, p.title FROM claims c JOIN claim_details d "
+                "ON d.cid = c.cid JOIN papers p ON p.pid = c.pid WHERE c.iri = ?",
+                (iri,),
+            ).fetchone()
+        except sqlite3.OperationalError:
+            return None  # an index file from before claim_details, opened read-only
+
+        if row is None:
+            return None
+        detail = json.loads(row[0])
+        for role in ("subject", "metric", "dataset", "baseline"):
+            entity = detail.get(f"{role}_iri")
+            label = db.execute("SELECT label FROM entities WHERE iri = ?", (entity,)).fetchone()
+            detail[role] = label[0] if label else None
+        detail["iri"] = iri
+        detail["paper"] = (row[1], row[2], row[3])
+        out.append(detail)
+    return out

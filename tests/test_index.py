@@ -1,0 +1,259 @@
+"""The search index and aggregates (kg.index) against the scanning named queries.
+
+Papers are made up from a small vocabulary (no spaCy: extraction is not what is
+tested), written through the real mapping and the real store, then re-ingested
+with other entities and deleted in a random order; after every step the index
+must give exactly what the scanning queries give."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from kg.index import index_of, rebuild
+from kg.index import read as index_read
+from kg.mapping import map_paper
+from kg.model import Claim, ClaimKind, Entity, EntityType, Mention, PaperExtraction, Record, Value
+from kg.queries import default_registry
+from kg.store import open_store
+from kg.vocab import entity_iri
+
+WORDS = [
+    "diffusion",
+    "transformer",
+    "graph",
+    "unlearning",
+    "robust",
+    "sparse",
+    "policy",
+    "language",
+    "vision",
+    "reward",
+    "Trajectory",
+    "ImageNet",
+    "accuracy",
+    "BLEU",
+]
+TYPES = list(EntityType)
+
+
+def _entity(rng: random.Random, kind: EntityType, n: int) -> Entity:
+    key = f"{rng.choice(WORDS).lower()}-{n}"
+    label = rng.choice([key.replace("-", " "), key.upper(), key.title()])
+    return Entity(
+        kind,
+        key,
+        label,
+        entity_iri(kind.value, key),
+        mentions=[Mention(label, 0, len(label), 0, 20)],
+        aliases=[label, f"{key} alias"] if rng.random() < 0.2 else [],
+        proposed=kind is EntityType.METHOD and rng.random() < 0.3,
+    )
+
+
+def paper(rng: random.Random, pid: str) -> PaperExtraction:
+    """A made-up paper with a few entities and claims."""
+    abstract = " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 30)))
+    record = Record(pid, abstract, title=f"On {rng.choice(WORDS)} {pid}", year=2026)
+    entities = {}
+    for _ in range(rng.randint(0, 8)):
+        e = _entity(rng, rng.choice(TYPES), rng.randint(0, 12))
+        entities[(e.type, e.key)] = e
+    listed = list(entities.values())
+    claims = []
+    for _ in range(rng.randint(0, 3)):
+        subject = rng.choice(listed) if listed and rng.random() < 0.7 else None
+        metric = _entity(rng, EntityType.METRIC, rng.randint(0, 4)) if rng.random() < 0.5 else None
+        values = [Value("1.5", rng.choice([1.5, 20.0, -3.0, None]), None, 0, 3)]
+        claims.append(
+            Claim(
+                "We improve.",
+                0,
+                10,
+                rng.choice(list(ClaimKind)),
+                0,
+                20,
+                subject=subject,
+                metric=metric,
+                values=values,
+            )
+        )
+    return PaperExtraction(record, listed, claims, "test")
+
+
+class _Unbound:
+    """Runs a named query's text with only the given variables bound: left
+    unbound, a parameter ranges over the whole graph (every entity, every type)."""
+
+    def __init__(self, store) -> None:  # noqa: ANN001
+        self.store = store
+
+    def run(self, _store, name: str, params: dict[str, object]):  # noqa: ANN001, ANN201
+        from pyoxigraph import Literal, NamedNode
+
+        from kg.vocab import XSD
+
+        def term(v: object):  # noqa: ANN202
+            if isinstance(v, str) and v.startswith("https://"):
+                return NamedNode(v)
+            if isinstance(v, (int, float)):
+                return Literal(repr(float(v)), datatype=XSD.double)
+            return Literal(str(v))
+
+        text = default_registry().get(name).sparql
+        return self.store.query(text, substitutions={k: term(v) for k, v in params.items()})
+
+
+def scanned(store) -> dict[str, object]:  # noqa: ANN001
+    """The aggregates, computed by the scanning named queries."""
+    reg = _Unbound(store)
+    per_entity = {
+        (s["entity"].value, s["type"].value.rsplit("#")[-1]): int(s["papers"].value)
+        for s in reg.run(store, "entities-by-type", {})
+    }
+    classes = {
+        s["class"].value.rsplit("#")[-1]: int(s["count"].value)
+        for s in reg.run(store, "class-counts", {})
+    }
+    related = {
+        (s["entity"].value, s["other"].value, s["type"].value.rsplit("#")[-1]): int(
+            s["papers"].value
+        )
+        for s in reg.run(store, "related-entities", {})
+    }
+    linked = {
+        s["type"].value.rsplit("#")[-1]: int(s["entities"].value)
+        for s in reg.run(store, "count-entities-by-type", {})
+    }
+    claims = {s["claim"].value for s in reg.run(store, "claims-about", {})}
+    valued = {
+        s["claim"].value
+        for s in reg.run(store, "claims-with-value", {"min_value": 0, "max_value": 10})
+    }
+    prefix = {
+        s["entity"].value
+        for s in reg.run(
+            store,
+            "entities-by-type-prefix",
+            {"type": "https://w3id.org/mlkg/ontology#Method", "prefix": "TR"},
+        )
+    }
+    return {
+        "per_entity": per_entity,
+        "classes": classes,
+        "related": related,
+        "linked": linked,
+        "claims_about": claims,
+        "valued": valued,
+        "prefix": prefix,
+    }
+
+
+def indexed(index) -> dict[str, object]:  # noqa: ANN001
+    """The same aggregates, read from the index."""
+    db = index.reader()
+    per_entity = {
+        (iri, t): n
+        for iri, t, n in db.execute("SELECT iri, type, papers FROM entities WHERE papers > 0")
+    }
+    related = {
+        (a, b, t): n
+        for a, b, t, n in db.execute(
+            "SELECT x.iri, y.iri, c.btype, c.n FROM cooc c JOIN entities x ON x.eid = c.a "
+            "JOIN entities y ON y.eid = c.b"
+        )
+    }
+    linked = {
+        t: index_read.count(index, "linked:" + t) for t in ("Task", "Method", "Dataset", "Metric")
+    }
+    claims = {iri for (iri,) in db.execute("SELECT iri FROM claims WHERE subject IS NOT NULL")}
+    _, valued = index_read.claims(index, {"min_value": 0, "max_value": 10}, 10_000, 0)
+    _, prefix = index_read.ranked_entities(index, "Method", "TR", 10_000, 0)
+    return {
+        "per_entity": per_entity,
+        "classes": index_read.class_counts(index),
+        "related": related,
+        "linked": {t: n for t, n in linked.items() if n},
+        "claims_about": claims,
+        "valued": set(valued),
+        "prefix": {r[0] for r in prefix},
+    }
+
+
+def test_index_equals_scans_after_random_writes(tmp_path: Path) -> None:
+    rng = random.Random(14)
+    store = open_store(tmp_path / "store")
+    assert index_of(store) is not None, "a new store starts with a usable index"
+    stored: set[str] = set()
+    for step in range(40):
+        action = rng.random()
+        if action < 0.5 or not stored:
+            ids = [f"p{rng.randint(0, 60)}" for _ in range(rng.randint(1, 6))]
+            ids = list(dict.fromkeys(ids))
+            quads = [map_paper(paper(rng, i)) for i in ids]
+            fresh = [q for q in quads if q.paper_id not in stored]
+            again = [q for q in quads if q.paper_id in stored]
+            if fresh:
+                store.write_papers(fresh, new=True)  # the bulk loader
+            if again:
+                store.write_papers(again)  # re-ingest: replace
+            stored.update(ids)
+        else:
+            victim = rng.choice(sorted(stored))
+            assert store.delete_paper(victim)
+            stored.discard(victim)
+        if step % 5 == 4:
+            index = index_of(store)
+            assert index is not None
+            assert indexed(index) == scanned(store), f"after step {step}"
+    index = index_of(store)
+    expected = indexed(index)
+    # A rebuild from the store gives the same aggregates.
+    store.close()
+    rebuilt = tmp_path / "rebuilt.sqlite"
+    assert rebuild(open_store(tmp_path / "store", index=False), rebuilt) == len(stored)
+    from kg.index.db import Index
+
+    assert indexed(Index(rebuilt)) == expected
+
+
+def test_search_ranks_by_bm25_and_follows_deletes(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "store")
+    texts = {
+        "a": "diffusion models for diffusion of diffusion",
+        "b": "a diffusion sampler",
+        "c": "graph transformers",
+    }
+    for pid, text in texts.items():
+        store.write_papers(
+            [map_paper(PaperExtraction(Record(pid, text, title=pid), [], [], "t"))], new=True
+        )
+    index = index_of(store)
+    assert [r[1] for r in index_read.search_papers(index, "Diffusion", 10)] == ["a", "b"]
+    assert index_read.search_papers(index, '" OR * NEAR(', 10) == []  # no FTS syntax leaks
+    store.delete_paper("a")
+    assert [r[1] for r in index_read.search_papers(index, "diffusion", 10)] == ["b"]
+
+
+def test_sparql_update_marks_the_index_stale(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "store")
+    store.write_papers([map_paper(paper(random.Random(1), "x"))], new=True)
+    assert index_of(store) is not None
+    store.update("INSERT DATA { <urn:a> <urn:b> <urn:c> }")
+    assert index_of(store) is None, "after an update the index is not trusted"
+    store.close()
+    rebuild(open_store(tmp_path / "store", index=False))
+    assert index_of(open_store(tmp_path / "store")) is not None
+
+
+def test_an_index_of_another_store_is_not_used(tmp_path: Path) -> None:
+    import shutil
+
+    store = open_store(tmp_path / "store")
+    store.write_papers([map_paper(paper(random.Random(2), "x"))], new=True)
+    store.close()
+    shutil.rmtree(tmp_path / "store")  # the store goes, its index file stays
+    fresh = open_store(tmp_path / "store")
+    assert index_of(fresh) is None, "1 paper in the index, 0 in the store"
+    fresh.close()
+    assert index_of(open_store(tmp_path / "store", read_only=True)) is None

@@ -1,0 +1,198 @@
+"""REST answers from the index (kg.index) equal the scanning named queries'.
+
+The same sample store is served twice: once with its index, once with
+``KG_INDEX`` pointing at a file that does not exist (so every read scans the
+graph, as before the index). Lists whose order has ties are compared as sets
+over pages large enough to hold everything."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service.app import create_app
+from service.settings import Settings
+
+
+def _client(store: Path) -> TestClient:
+    return TestClient(create_app(Settings(store=str(store), query_workers=1, log_level="warning")))
+
+
+@pytest.fixture(scope="module")
+def both(sample_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
+    assert Path(f"{sample_store}.index.sqlite").exists(), "ingest writes the index"
+    with _client(sample_store) as indexed:
+        mp = pytest.MonkeyPatch()
+        mp.setenv("KG_INDEX", str(tmp_path_factory.mktemp("none") / "missing.sqlite"))
+        try:
+            with _client(sample_store) as scanning:
+                yield indexed, scanning
+        finally:
+            mp.undo()
+
+
+def _get(client: TestClient, url: str) -> dict:
+    response = client.get(url)
+    assert response.status_code == 200, (url, response.text)
+    return response.json()
+
+
+def _counted(items: list[dict]) -> set[tuple]:
+    return {(i["iri"], i.get("papers")) for i in items}
+
+
+def test_the_two_services_differ_in_their_source(both: tuple) -> None:
+    indexed, scanning = both
+    assert indexed.app.state.store.index.usable
+    assert not scanning.app.state.store.index.usable
+
+
+def test_stats_and_entity_lists(both: tuple) -> None:
+    indexed, scanning = both
+    a, b = _get(indexed, "/stats?top=100"), _get(scanning, "/stats?top=100")
+    assert a["counts"] == b["counts"]
+    for top in ("top_tasks", "top_methods"):
+        assert [i["papers"] for i in a[top]] == [i["papers"] for i in b[top]]
+    for path in (
+        "/tasks",
+        "/methods",
+        "/datasets",
+        "/metrics",
+        "/methods?prefix=TR",
+        "/tasks?prefix=un",
+    ):
+        sep = "&" if "?" in path else "?"
+        a, b = _get(indexed, f"{path}{sep}limit=200"), _get(scanning, f"{path}{sep}limit=200")
+        assert a["total"] == b["total"], path
+        assert _counted(a["items"]) == _counted(b["items"]), path
+        assert [i["papers"] for i in a["items"]] == [i["papers"] for i in b["items"]], path
+
+
+def test_entity_detail_and_paper_filters(both: tuple) -> None:
+    indexed, scanning = both
+    for item in (
+        _get(scanning, "/tasks?limit=5")["items"] + _get(scanning, "/methods?limit=5")["items"]
+    ):
+        url = item["href"] + "?related_limit=1000"
+        a, b = _get(indexed, url), _get(scanning, url)
+        assert a["paper_count"] == b["paper_count"]
+        assert {p["id"]: sorted(p["relations"]) for p in a["papers"]} == {
+            p["id"]: sorted(p["relations"]) for p in b["papers"]
+        }
+        assert {k: _counted(v) for k, v in a["related"].items()} == {
+            k: _counted(v) for k, v in b["related"].items()
+        }
+        kind = item["type"]
+        url = f"/papers?{kind}={item['key']}&limit=200"
+        a, b = _get(indexed, url), _get(scanning, url)
+        assert (a["total"], a["filters"]) == (b["total"], b["filters"])
+        assert {p["id"] for p in a["items"]} == {p["id"] for p in b["items"]}
+
+
+def test_claims(both: tuple) -> None:
+    indexed, scanning = both
+    for query in (
+        "",
+        "kind=performance",
+        "min_value=0&max_value=100",
+        "metric=accuracy",
+        "kind=contribution&min_value=1",
+    ):
+        url = f"/claims?{query}&limit=200"
+        a, b = _get(indexed, url), _get(scanning, url)
+        assert a["total"] == b["total"], query
+        assert {c["iri"]: c for c in a["items"]} == {c["iri"]: c for c in b["items"]}, query
+
+
+def test_search_finds_words_in_abstracts(both: tuple) -> None:
+    indexed, scanning = both
+    a, b = _get(indexed, "/search?q=learn&limit=200"), _get(scanning, "/search?q=learn&limit=200")
+    assert {e["iri"] for e in a["entities"]} == {e["iri"] for e in b["entities"]}
+    assert a["papers"], "stemmed full-text search finds 'learning' for 'learn'"
+    hits = _get(indexed, "/papers?q=unlearning&limit=200")
+    assert hits["total"] > 0 and hits["items"]
+
+
+def test_posted_and_deleted_papers_follow_in_search(
+    store_copy: Path, extractor: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KG_INDEX", raising=False)  # the module's scanning service sets it
+    settings = Settings(
+        store=str(store_copy), update_token="t0ken-for-index", query_workers=1, log_level="warning"
+    )
+    auth = {"Authorization": "Bearer t0ken-for-index"}
+    app = create_app(settings)
+    with TestClient(app) as client:
+        app.state.extractor = extractor
+        before = _get(client, "/stats")["counts"]["papers"]
+        record = {
+            "id": "zz-index",
+            "title": "Quokka sampling",
+            "abstract": "We study quokkas for image classification on CIFAR-10.",
+        }
+        assert client.post("/papers", json=record, headers=auth).status_code == 201
+        assert client.app.state.store.index.usable
+        assert [p["id"] for p in _get(client, "/papers?q=quokka")["items"]] == ["zz-index"]
+        assert [p["id"] for p in _get(client, "/search?q=quokkas")["papers"]] == ["zz-index"]
+        assert _get(client, "/stats")["counts"]["papers"] == before + 1
+        record.update(
+            title="Marsupials",
+            abstract="We study wombats for image segmentation on the COCO dataset instead.",
+        )
+        again = client.post("/papers", json=record, headers=auth)  # re-ingest replaces
+        assert again.status_code == 201, again.text
+        assert _get(client, "/papers?q=quokka")["total"] == 0
+        assert _get(client, "/papers?q=wombat")["total"] == 1
+        assert client.delete("/papers/zz-index", headers=auth).status_code == 204
+        assert _get(client, "/papers?q=wombat")["total"] == 0
+        assert _get(client, "/stats")["counts"]["papers"] == before
+        update = client.post(
+            "/sparql/update", data={"update": "INSERT DATA { <urn:a> <urn:b> 1 }"}, headers=auth
+        )
+        assert update.status_code == 204
+        assert not client.app.state.store.index.usable, "the index cannot follow an update"
+        assert _get(client, "/stats")["counts"]["papers"] == before  # now from the scans
+
+
+def _graph(client: TestClient, url: str) -> tuple[set, set]:
+    body = _get(client, url)
+    nodes = {(n["id"], n.get("label"), n.get("paper_count")) for n in body["nodes"]}
+    links = {(e["source"], e["target"], e.get("weight")) for e in body["links"]}
+    return nodes, links
+
+
+def test_graph_neighbourhoods_from_the_index_equal_the_whole_graph_path(both: tuple) -> None:
+    indexed, scanning = both
+    top = _get(scanning, "/tasks?limit=1")["items"][0]["key"]
+    paper = _get(scanning, "/papers?limit=1")["items"][0]["id"]
+    for query in (
+        f"focus=task/{top}&depth=1",
+        f"focus=task/{top}&depth=2&limit=50",
+        f"focus={paper}&depth=2",
+        f"focus=task/{top}&projection=entity&depth=1",
+        f"focus=task/{top}&depth=2&min_support=2&types=Task,Method,Paper",
+    ):
+        url = f"/graph?format=d3&{query}"
+        assert _graph(indexed, url) == _graph(scanning, url), query
+
+
+def test_whole_graph_export_of_a_large_store_is_a_413(sample_store: Path) -> None:
+    settings = Settings(
+        store=str(sample_store),
+        query_workers=1,
+        log_level="warning",
+        graph_max_papers=10,
+        graph_max_nodes=20,
+    )
+    with TestClient(create_app(settings)) as client:
+        response = client.get("/graph?format=graphml")
+        assert response.status_code == 413
+        problem = response.json()
+        assert "focus" in problem["detail"] and problem["parameter"] == "focus"
+        top = _get(client, "/tasks?limit=1")["items"][0]["key"]
+        response = client.get(f"/graph?format=d3&focus=task/{top}&depth=3")
+        assert response.status_code == 413 and "depth" in response.json()["detail"]
+        assert client.get("/graph?format=d3&focus=task/" + top).status_code in {200, 413}
