@@ -187,9 +187,9 @@ def ingest_items(
 def _remove_bulk_files(store: GraphStore) -> None:
     """Delete the SST files a failed bulk load left in an embedded store's directory
     (a successful load moves them into the database, so only strays match)."""
-    path = getattr(store, "path", None)
-    if not isinstance(path, Path):
-        return
+    if store.native() is None:
+        return  # a remote store: its files are the server's
+    path = Path(store.location)
     for stray in path.glob("bulk-*.sst"):
         stray.unlink(missing_ok=True)
 

@@ -282,6 +282,12 @@ class RemoteStore:
     def native(self) -> Store | None:
         return None
 
+    def search_index(self) -> None:
+        return None  # kg.index.IndexedStore wraps a store to add one
+
+    def mark_stale(self, why: str) -> None:
+        """Nothing to mark: this store keeps no index."""
+
     def close(self) -> None:
         """Close the HTTP connections (the server keeps running)."""
         self._http.close()

@@ -123,6 +123,12 @@ class EmbeddedStore:
     def native(self) -> Store | None:
         return self._store
 
+    def search_index(self) -> None:
+        return None  # kg.index.IndexedStore wraps a store to add one
+
+    def mark_stale(self, why: str) -> None:
+        """Nothing to mark: this store keeps no index."""
+
     def ensure_ontology(self) -> None:
         """Load ``ontology/kg.ttl`` into its graph, replacing an older copy."""
         source = (ontology_dir() / "kg.ttl").read_bytes()

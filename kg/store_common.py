@@ -10,7 +10,7 @@ import hashlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Protocol, runtime_checkable
+from typing import IO, Any, Protocol, runtime_checkable
 
 from pyoxigraph import (
     Literal,
@@ -110,6 +110,16 @@ class GraphStore(Protocol):
         """The embedded pyoxigraph store, for what only it offers (the Graph Store
         Protocol endpoint, base IRIs in updates, checkpoints for the query
         workers); None for a remote store."""
+        ...
+
+    def search_index(self) -> Any | None:
+        """The search index and aggregates kept beside the store (:mod:`kg.index`),
+        or None when the store has none."""
+        ...
+
+    def mark_stale(self, why: str) -> None:
+        """The store was written around its index (a SPARQL update, GSP): stop
+        using the index until it is rebuilt. A no-op without an index."""
         ...
 
 

@@ -52,14 +52,13 @@ class TrackedStore:
         self._on_write = on_write
         self.location = store.location
         self.read_only = store.read_only
-        # The search index and aggregates beside the store (kg.index), if any.
-        self.index = getattr(store, "index", None)
+
+    def search_index(self) -> Any | None:
+        return self._store.search_index()
 
     def mark_stale(self, why: str) -> None:
         """The store was written around the index (SPARQL Update, GSP): stop using it."""
-        mark = getattr(self._store, "mark_stale", None)
-        if mark is not None:
-            mark(why)
+        self._store.mark_stale(why)
 
     def query(self, sparql: str, **kwargs: Any) -> QueryResult:
         return self._store.query(sparql, **kwargs)

@@ -57,14 +57,48 @@ def index_path(location: str) -> Path:
 class IndexedStore:
     """A store whose paper writes and deletes also update its index.
 
-    Everything not overridden passes through, so callers use it like the store."""
+    Reads go straight to the wrapped store: it is a :class:`GraphStore` itself."""
 
     def __init__(self, store: GraphStore, index: Index) -> None:
         self._store = store
         self.index = index
+        self.location = store.location
+        self.read_only = store.read_only
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
+    def query(self, sparql: str, **kwargs: Any) -> Any:
+        return self._store.query(sparql, **kwargs)
+
+    def paper_hashes(self, ids: Sequence[str]) -> dict[str, str]:
+        return self._store.paper_hashes(ids)
+
+    def preferred_labels(self, iris: Iterable[str]) -> dict[str, str]:
+        return self._store.preferred_labels(iris)
+
+    def paper_ids(self) -> Iterator[str]:
+        return self._store.paper_ids()
+
+    def dump(self, output: Any, fmt: Any) -> None:
+        self._store.dump(output, fmt)
+
+    def flush(self) -> None:
+        self._store.flush()
+
+    def optimize(self) -> None:
+        self._store.optimize()
+
+    def native(self) -> Any:
+        return self._store.native()
+
+    def search_index(self) -> Index:
+        return self.index
+
+    @property
+    def raw(self) -> Any:
+        """The embedded pyoxigraph store (tests and benchmarks reach for it)."""
+        native = self._store.native()
+        if native is None:
+            raise AttributeError("a remote store has no raw pyoxigraph store")
+        return native
 
     def __len__(self) -> int:
         return len(self._store)
@@ -180,9 +214,9 @@ def _stored_papers(store: GraphStore) -> int:
     return int(row["papers"].value) if row is not None else 0
 
 
-def index_of(store: object) -> Index | None:
+def index_of(store: GraphStore) -> Index | None:
     """The store's index when it is in step with the store, else None."""
-    index = getattr(store, "index", None)
+    index = store.search_index()
     if isinstance(index, Index) and index.usable:
         return index
     return None
@@ -221,7 +255,6 @@ def read_entities(store: GraphStore) -> dict[str, EntityInfo]:
 def rebuild(store: GraphStore, path: Path | None = None, *, batch: int = 512) -> int:
     """Build the index of ``store`` afresh into ``path`` (replacing the file when
     done, so a reader never sees half an index); the number of papers indexed."""
-    store = getattr(store, "inner", store)
     target = path or index_path(store.location)
     tmp = target.with_name(target.name + ".building")
     for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):

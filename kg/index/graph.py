@@ -178,58 +178,6 @@ def _graph_data(
     return data
 
 
-def search(index: Index, text: str, limit: int = 20) -> list[dict[str, Any]]:
-    """The explorer's search from the index: a paper whose id is ``text`` first,
-    then entities whose names contain it (exact names first, most papers
-    first), then papers by BM25 — the shape of :func:`kg.graphview.search`."""
-    from kg.index import read as ix
-
-    text = text.strip()
-    if not text:
-        return []
-    out: list[dict[str, Any]] = []
-    exact = (
-        index.reader()
-        .execute(
-            "SELECT p.iri, p.id, p.title, substr(f.abstract, 1, 200) FROM papers p "
-            "JOIN papers_fts f ON f.rowid = p.pid WHERE p.id = ?",
-            (text,),
-        )
-        .fetchall()
-    )
-    found = [(iri, pid, title, snippet, 1) for iri, pid, title, snippet in exact]
-    for e in ix.search_entities(index, text, limit):
-        out.append(
-            {
-                "iri": e["iri"],
-                "type": e["type"],
-                "label": clean_text(e["label"] or "") or local_name(e["iri"]),
-                "match": clean_text(e["matched"]),
-                "papers": e["papers"],
-            }
-        )
-    db = index.reader()
-    for iri, pid, _title in ix.search_papers(index, text, limit):
-        if not exact or pid != text:
-            row = db.execute(
-                "SELECT p.title, substr(f.abstract, 1, 200) FROM papers p JOIN "
-                "papers_fts f ON f.rowid = p.pid WHERE p.id = ?",
-                (pid,),
-            ).fetchone()
-            found.append((iri, pid, row[0], row[1], 0))
-    papers = [
-        {
-            "iri": iri,
-            "type": "Paper",
-            "label": paper_label(None, title or snippet, pid),
-            "match": clean_text(title or snippet or ""),
-            "papers": 1,
-        }
-        for iri, pid, title, snippet, _exact in found
-    ]
-    return (papers[: len(exact)] + out + papers[len(exact) :])[:limit]
-
-
 def _solutions(result: object) -> Iterator[Any]:
     """The rows of a SELECT result (a named SELECT query always gives one)."""
     assert isinstance(result, QuerySolutions)

@@ -4,13 +4,13 @@ builds drawings on top of these and re-exports them."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Container
 from typing import Any
 
 from pyoxigraph import Literal, NamedNode, QuerySolutions
 
 from kg.queries import NamedQuery, default_registry
+from kg.read.labels import clean_text, local_name, paper_label
 from kg.read.resolve import focus_candidates
 from kg.store import GraphStore
 from kg.vocab import ID_PREFIX, paper_iri
@@ -54,36 +54,6 @@ def run(store: GraphStore, name: str, **bindings: NamedNode | Literal) -> list[d
         {n: term.value for n, term in zip(names, row, strict=True) if term is not None}
         for row in solutions
     ]
-
-
-# ------------------------------------------------------------------ labels
-
-
-def local_name(iri: str) -> str:
-    """``https://w3id.org/mlkg/ontology#Task`` → ``Task``."""
-    return re.split(r"[#/]", iri)[-1]
-
-
-def clean_text(text: str) -> str:
-    """Text without LaTeX markup and with folded whitespace, for labels."""
-    try:
-        from kg.latex import clean_label
-    except ImportError:  # pragma: no cover - the LaTeX module ships with kg
-        return re.sub(r"\s+", " ", re.sub(r"[$\\{}]", "", text)).strip()
-    return clean_label(text)
-
-
-def paper_label(title: str | None, snippet: str | None, paper_id: str, width: int = 60) -> str:
-    """A paper's title, or the start of its abstract cut at a word, or its id."""
-    if title:
-        return clean_text(title)
-    if snippet:
-        text = clean_text(snippet)
-        if len(text) <= width:
-            return text
-        cut = text[:width].rsplit(" ", 1)[0].rstrip(",;:.")
-        return cut + "…"
-    return paper_id
 
 
 def resolve_focus(store: GraphStore, focus: str, known: Container[str] | None = None) -> str:
@@ -204,7 +174,7 @@ def search(store: GraphStore, text: str, limit: int = 20) -> list[dict[str, Any]
 
     index = index_of(store)
     if index is not None:
-        from kg.index.graph import search as index_search
+        from kg.index.search import search as index_search
 
         return index_search(index, text, limit)
     text = text.strip()

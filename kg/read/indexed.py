@@ -16,7 +16,7 @@ from kg import schema
 from kg.index import Index
 from kg.index import read as ix
 from kg.read import base as rd
-from kg.read.papers import group_claims
+from kg.read.claims import group_claims
 from kg.read.resolve import key_guesses, resolve_entity
 from kg.store_common import GraphStore
 from kg.vocab import KG, entity_iri

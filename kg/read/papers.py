@@ -3,15 +3,12 @@ from their rows."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
-
-from pyoxigraph import QuerySolutions
 
 from kg.index import index_of
 from kg.read.base import (
     GROUPS,
-    KIND_NAME,
     ReadError,
     count,
     entity_ref,
@@ -21,6 +18,7 @@ from kg.read.base import (
     solutions,
     take,
 )
+from kg.read.claims import group_claims
 from kg.read.resolve import key_guesses, resolve_entity
 from kg.store import GraphStore
 from kg.vocab import CLAIM_KINDS, paper_iri
@@ -135,85 +133,6 @@ def paper_detail(store: GraphStore, paper_id: str) -> dict[str, Any] | None:
             item["mentions"].sort(key=lambda m: (m["start"], m["end"]))
     out["claims"] = list(group_claims(solutions(store, "paper-claims", paper=iri)))
     return out
-
-
-def _claim(s: Any) -> dict[str, Any]:
-    def pair(var: str) -> tuple[str | None, str | None]:
-        return py(s[f"claim{var}Label"]), py(s[f"claim{var}"])
-
-    subject, subject_iri = pair("Subject")
-    metric, metric_iri = pair("Metric")
-    dataset, dataset_iri = pair("Dataset")
-    baseline, baseline_iri = pair("Baseline")
-    sentence = None
-    if s["sentence"] is not None and s["sentenceText"] is not None:
-        sentence = {
-            "text": py(s["sentenceText"]),
-            "start": py(s["sentenceStart"]),
-            "end": py(s["sentenceEnd"]),
-        }
-    return {
-        "iri": s["claim"].value,
-        "text": py(s["text"]),
-        "start": py(s["start"]),
-        "end": py(s["end"]),
-        "kind": KIND_NAME.get(py(s["claimKind"]) or ""),
-        "confidence": py(s["confidence"]),
-        "sentence": sentence,
-        "subject": subject,
-        "subject_iri": subject_iri,
-        "metric": metric,
-        "metric_iri": metric_iri,
-        "dataset": dataset,
-        "dataset_iri": dataset_iri,
-        "baseline": baseline,
-        "baseline_iri": baseline_iri,
-        "values": [],
-    }
-
-
-def group_claims(
-    result: QuerySolutions,
-    *,
-    offset: int = 0,
-    limit: int | None = None,
-    counter: list[int] | None = None,
-    with_paper: bool = False,
-) -> Iterator[dict[str, Any]]:
-    """Group claim rows (one per stated value) into claims; rows come ordered by claim.
-
-    Only claims of the page are converted; ``counter`` receives the total."""
-    index = -1
-    current: dict[str, Any] | None = None
-    last = None
-    seen_values: set[str] = set()
-    for s in result:
-        claim = s["claim"].value
-        if claim != last:
-            if current is not None:
-                yield current
-            current, last = None, claim
-            index += 1
-            seen_values = set()
-            if index >= offset and (limit is None or index < offset + limit):
-                current = _claim(s)
-                if with_paper:
-                    current["paper"] = paper_summary(s["paper"], s["title"])
-        if current is not None and s["value"] is not None and s["value"].value not in seen_values:
-            seen_values.add(s["value"].value)
-            current["values"].append(
-                {
-                    "text": py(s["valueText"]),
-                    "number": py(s["number"]),
-                    "unit": py(s["unit"]),
-                    "start": py(s["valueStart"]),
-                    "end": py(s["valueEnd"]),
-                }
-            )
-    if current is not None:
-        yield current
-    if counter is not None:
-        counter.append(index + 1)
 
 
 CLAIM_FILTERS = {
