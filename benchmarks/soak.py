@@ -244,7 +244,12 @@ async def soak(base: str, duration: float, concurrency: int, server_pid: int) ->
         found = await http.get("/sparql", params={"query": query})
         present = {int(b["o"]["value"]) for b in found.json()["results"]["bindings"]}
         paper_count = (await http.get("/papers?limit=1")).json()["total"]
-    warm = [m for t, m, _ in rss if t >= min(60, duration / 4)] or [m for _, m, _ in rss]
+    # Drift: the median of the last quarter against the median of the second
+    # quarter (after warm-up); medians, because a sample taken while a killed
+    # worker is being replaced dips by one process.
+    quarter = max(1, len(rss) // 4)
+    early = statistics.median(m for _, m, _ in rss[quarter : 2 * quarter] or rss)
+    late = statistics.median(m for _, m, _ in rss[-quarter:])
     return {
         "duration_s": duration,
         "concurrency": concurrency,
@@ -253,7 +258,7 @@ async def soak(base: str, duration: float, concurrency: int, server_pid: int) ->
         "error_samples": stats.errors[:10],
         "endpoints": stats.summary(),
         "rss_mb": rss,
-        "rss_growth_after_warmup": round(max(warm) / min(warm) - 1, 3) if warm else None,
+        "rss_drift": round(late / early - 1, 3),
         "integrity": {
             "acknowledged_triples": len(written),
             "present_triples": len(present),

@@ -188,8 +188,8 @@ class ProblemCORSMiddleware(CORSMiddleware):
 
 
 class HealthCheck:
-    """Pure ASGI middleware, outermost: answers ``GET /health`` before routing,
-    dependencies, the access log or any handler run, from a constant body.
+    """Pure ASGI middleware: answers ``GET /health`` from a constant body before
+    routing, dependencies or any handler run (inside CORS and the access log).
 
     Queries run in worker processes and parsing in threads, so nothing a client
     sends holds the event loop; this keeps the liveness answer off every other
@@ -326,6 +326,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.query_pool = None
     app.state.query_cache = None
     install_error_handlers(app)
+    # Added first, so it runs inside CORS and the access log (a /health answer
+    # still carries CORS headers and is logged) but before routing and handlers.
+    app.add_middleware(HealthCheck)
     if settings.cors_origins:
         app.add_middleware(
             ProblemCORSMiddleware,
@@ -337,7 +340,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         AccessLog, enabled=logging.getLevelName(settings.log_level.upper()) <= logging.INFO
     )
 
-    app.add_middleware(HealthCheck)  # last added: runs first
     app.add_api_route("/health", health, methods=["GET"], tags=["service"])
     app.add_api_route("/ready", ready, methods=["GET"], tags=["service"])
     app.add_api_route("/docs", swagger_ui, methods=["GET"], include_in_schema=False)

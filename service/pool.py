@@ -247,10 +247,22 @@ class QueryPool:
         return sorted(w.pid for w in self._all)
 
     async def start(self) -> None:
-        """Start every worker; raise :class:`PoolError` when the store cannot be opened."""
-        workers = await asyncio.gather(*(self._spawn() for _ in range(self.size)))
+        """Start the fast-lane workers; raise :class:`PoolError` when the store cannot be
+        opened. The slow-lane workers start in the background (start-up stays quick)."""
+        fast = self.size - self.slow_lane
+        workers = await asyncio.gather(*(self._spawn() for _ in range(fast)))
         for worker in workers:
             self._idle.put_nowait(worker)
+        for _ in range(self.slow_lane):
+            task = asyncio.get_running_loop().create_task(self._add_worker())
+            self._pending.add(task)
+            task.add_done_callback(self._pending.discard)
+
+    async def _add_worker(self) -> None:
+        try:
+            self._idle.put_nowait(await self._spawn())
+        except (PoolError, OSError) as exc:
+            log.error("cannot start a slow-lane query worker: %s", exc)
 
     async def _current_path(self) -> tuple[int, str]:
         """The generation queries should see now and the directory that holds it."""

@@ -111,6 +111,11 @@ def crowded(sample_store: Path) -> Iterator[str]:
         "KG_QUERY_TIMEOUT": "5",
     }
     with running_server(sample_store, env=env) as base:
+        # The slow-lane worker starts in the background: wait for both.
+        deadline = time.monotonic() + 30
+        while httpx.get(base + "/ready").json().get("query_workers") != 2:
+            assert time.monotonic() < deadline, "the slow-lane worker did not start"
+            time.sleep(0.1)
         yield base
 
 

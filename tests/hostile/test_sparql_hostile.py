@@ -38,6 +38,11 @@ def server(sample_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     shutil.copytree(sample_store, store)
     env = {"KG_UPDATE_TOKEN": TOKEN, "KG_QUERY_TIMEOUT": "6", "KG_UPDATE_TIMEOUT": "2"}
     with running_server(store, env=env) as base:
+        # The slow-lane worker starts in the background: wait for all three.
+        deadline = time.monotonic() + 30
+        while httpx.get(base + "/ready").json().get("query_workers") != 3:
+            assert time.monotonic() < deadline, "the slow-lane worker did not start"
+            time.sleep(0.1)
         yield base
 
 
