@@ -15,18 +15,13 @@ from typing import Any
 
 from pyoxigraph import NamedNode, Quad
 
+from kg import schema
 from kg.vocab import DCTERMS, KG, RDF, SKOS
 
-RELATION_TYPE = {
-    KG.addressesTask.value: "Task",
-    KG.proposesMethod.value: "Method",
-    KG.usesMethod.value: "Method",
-    KG.evaluatesOn.value: "Dataset",
-    KG.reportsMetric.value: "Metric",
-}
+RELATION_TYPE = {KG[rel.name].value: kind.name for kind, rel in schema.relations()}
 """Paper → entity property → the type of entity the scanning queries count it for."""
 
-ENTITY_CLASSES = ("Task", "Method", "Dataset", "Metric")
+ENTITY_CLASSES = tuple(kind.name for kind in schema.ENTITY_TYPES)
 _CLASS_OF = {KG[name].value: name for name in ENTITY_CLASSES}
 _CLAIM_PREDICATES = {
     KG.claimAbout.value: "subject",
