@@ -86,7 +86,8 @@ def open_reader(location: str | os.PathLike[str] | None = None) -> GraphStore:
     """A store opened for reading: an embedded one read-only (so a running
     server's writer is not locked out), a remote one as it is."""
     target = str(location) if location else os.environ.get("KG_STORE") or str(DEFAULT_STORE)
-    return open_store(target, read_only=not is_remote(target))
+    # Readers (the CLI's stats, exports, queries, reindex) scan or dump: no index.
+    return open_store(target, read_only=not is_remote(target), index=False)
 
 
 def _graphs(iris: Sequence[str] | None) -> list[NamedNode | DefaultGraph] | None:
