@@ -9,9 +9,11 @@ step (:func:`index_of`) and fall back to the scanning named queries otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
+import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
@@ -152,7 +154,15 @@ class IndexedStore:
             self.index.set_state("stale")
             raise
         if state == "ok":
-            index_write()
+            try:
+                index_write()
+            except sqlite3.Error as exc:
+                # The store already holds the write, so the store stays the truth and
+                # the index steps aside until rebuilt; as an OSError, callers report
+                # it like any other failed write (a full disk reaches SQLite first).
+                with contextlib.suppress(sqlite3.Error):
+                    self.index.set_state("stale")
+                raise OSError(f"{exc} (in the search index; `kg reindex` rebuilds it)") from exc
         else:
             self.index.set_state(state)  # a stale index stays stale until rebuilt
 
