@@ -46,8 +46,8 @@ def _counted(items: list[dict]) -> set[tuple]:
 
 def test_the_two_services_differ_in_their_source(both: tuple) -> None:
     indexed, scanning = both
-    assert indexed.app.state.store.index.usable
-    assert not scanning.app.state.store.index.usable
+    assert indexed.app.state.store.search_index().usable
+    assert not scanning.app.state.store.search_index().usable
 
 
 def test_stats_and_entity_lists(both: tuple) -> None:
@@ -133,27 +133,33 @@ def test_posted_and_deleted_papers_follow_in_search(
             "title": "Quokka sampling",
             "abstract": "We study quokkas for image classification on CIFAR-10.",
         }
-        assert client.post("/papers", json=record, headers=auth).status_code == 201
-        assert client.app.state.store.index.usable
-        assert [p["id"] for p in _get(client, "/papers?q=quokka")["items"]] == ["zz-index"]
-        assert [p["id"] for p in _get(client, "/search?q=quokkas")["papers"]] == ["zz-index"]
+        posted = client.post("/papers", json=record, headers=auth)
+        assert posted.status_code == 201
+        first = posted.json()["results"][0]["id"]  # the abstract's hash; "zz-index" is kept
+        assert client.app.state.store.search_index().usable
+        assert [p["id"] for p in _get(client, "/papers?q=quokka")["items"]] == [first]
+        assert [p["id"] for p in _get(client, "/search?q=quokkas")["papers"]] == [first]
         assert _get(client, "/stats")["counts"]["papers"] == before + 1
         record.update(
             title="Marsupials",
             abstract="We study wombats for image segmentation on the COCO dataset instead.",
         )
-        again = client.post("/papers", json=record, headers=auth)  # re-ingest replaces
+        # A changed abstract is another paper (content hash wins); the old one is deleted.
+        again = client.post("/papers", json=record, headers=auth)
         assert again.status_code == 201, again.text
-        assert _get(client, "/papers?q=quokka")["total"] == 0
+        second = again.json()["results"][0]["id"]
+        assert second != first
         assert _get(client, "/papers?q=wombat")["total"] == 1
-        assert client.delete("/papers/zz-index", headers=auth).status_code == 204
+        assert client.delete(f"/papers/{first}", headers=auth).status_code == 204
+        assert _get(client, "/papers?q=quokka")["total"] == 0
+        assert client.delete(f"/papers/{second}", headers=auth).status_code == 204
         assert _get(client, "/papers?q=wombat")["total"] == 0
         assert _get(client, "/stats")["counts"]["papers"] == before
         update = client.post(
             "/sparql/update", data={"update": "INSERT DATA { <urn:a> <urn:b> 1 }"}, headers=auth
         )
         assert update.status_code == 204
-        assert not client.app.state.store.index.usable, "the index cannot follow an update"
+        assert not client.app.state.store.search_index().usable, "the index cannot follow an update"
         assert _get(client, "/stats")["counts"]["papers"] == before  # now from the scans
 
 
