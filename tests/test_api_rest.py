@@ -276,9 +276,9 @@ def test_search(client: TestClient) -> None:
     assert_problem(client.get("/search?q="), 422)
 
 
-def test_search_finds_papers_by_abstract_ranked(client: TestClient) -> None:
+def test_search_finds_papers_by_abstract_ranked(client: TestClient, sample_store) -> None:  # noqa: ANN001
     # The sample has no titles: papers are found by their abstracts (as /papers?q= does).
-    result = get(client, "/search?q=unlearning&limit=50")
+    result = get(client, "/search?q=unlearning&limit=50")  # ranked by BM25 over the index
     by_text = get(client, "/papers?q=unlearning&limit=50")
     assert {p["id"] for p in result["papers"]} == {p["id"] for p in by_text["items"]}
     assert len(result["papers"]) >= 3
@@ -286,6 +286,19 @@ def test_search_finds_papers_by_abstract_ranked(client: TestClient) -> None:
     assert [p["id"] for p in result["papers"]] == [p["id"] for p in by_text["items"]]
     for paper in result["papers"]:
         assert "unlearn" in get(client, paper["href"])["abstract"].lower()
+
+    # Without an index the scan finds the same papers, those that say it most often first.
+    from kg.read.entities import search_papers
+    from kg.store import open_store
+
+    store = open_store(sample_store, read_only=True)
+    try:
+        scanned = search_papers(store, "unlearning", 50)
+    finally:
+        store.close()
+    assert {p["id"] for p in scanned} == {p["id"] for p in result["papers"]}
+    counts = [get(client, p["href"])["abstract"].lower().count("unlearning") for p in scanned]
+    assert counts == sorted(counts, reverse=True), counts
 
 
 def test_stats(client: TestClient) -> None:
