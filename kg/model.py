@@ -143,6 +143,56 @@ class Claim:
 
 
 @dataclass(slots=True)
+class Result:
+    """One reported number tied to what it measures: metric, dataset, task, method.
+
+    ``relative`` marks a change against something else (``+5.48%``, ``×46``,
+    ``30% fewer``) as opposed to an absolute score (``84.7% accuracy``);
+    ``proposed`` marks a number of the paper's own method rather than a baseline's.
+    """
+
+    value: Value
+    claim: Claim
+    claim_index: int
+    metric: Entity | None = None
+    dataset: Entity | None = None
+    task: Entity | None = None
+    method: Entity | None = None
+    proposed: bool = False
+    relative: bool = False
+    metric_text: str | None = None
+    """The metric as the claim writes it ("mAP"); ``metric`` is its canonical node."""
+    component: str = "kg_results"
+    confidence: float = 0.5
+
+    def to_json(self) -> dict[str, Any]:
+        def ref(e: Entity | None) -> dict[str, str] | None:
+            return {"label": e.label, "iri": e.iri} if e is not None else None
+
+        v = self.value
+        return {
+            "value": {
+                "text": v.text,
+                "number": v.number,
+                "unit": v.unit,
+                "start": v.start,
+                "end": v.end,
+            },
+            "metric": (
+                {"label": self.metric_text or self.metric.label, "iri": self.metric.iri}
+                if self.metric is not None
+                else None
+            ),
+            "dataset": ref(self.dataset),
+            "task": ref(self.task),
+            "method": ref(self.method),
+            "proposed": self.proposed,
+            "relative": self.relative,
+            "claim": {"text": self.claim.text, "start": self.claim.start, "end": self.claim.end},
+        }
+
+
+@dataclass(slots=True)
 class PaperExtraction:
     """Everything extracted from one paper."""
 
@@ -150,6 +200,7 @@ class PaperExtraction:
     entities: list[Entity]
     claims: list[Claim]
     extractor_version: str
+    results: list[Result] = field(default_factory=list)
 
     def of_type(self, kind: EntityType, *, proposed: bool | None = None) -> list[Entity]:
         """The entities of one type, optionally only the proposed (or not proposed) ones."""
@@ -176,4 +227,5 @@ class PaperExtraction:
             proposed = relation.proposed if split else None
             out[relation.key] = js(self.of_type(EntityType(kind.name), proposed=proposed))
         out["claims"] = [c.to_json() for c in self.claims]
+        out["results"] = [r.to_json() for r in self.results]
         return out

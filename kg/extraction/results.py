@@ -1,0 +1,549 @@
+"""The ``kg_results`` component: each number of a claim tied to the metric it measures.
+
+A claim sentence such as "reduces GPU memory usage by 72% and reaches 47.7 mAP
+on Gen1" carries two results; a claim's ``values`` cannot say which number goes
+with which metric. The component finds, for every value of a claim sentence,
+the metric phrase it measures, from the syntax around it:
+
+* right after the number: "47.7 mAP", "2.56× speedup", "2% higher accuracy",
+  "a 4% improvement in the F1 score";
+* right before it: "MAE 6.22", "FID: 1.59", "accuracy of 95.42%", "success
+  rates up to 20%";
+* through the verb: "reduces GPU memory usage by 72%", "increases pass@32
+  from 22.58% to 25.81%".
+
+It also marks relative changes ("+5.48%", "×46", "by 30%", "30% fewer") and
+numbers of a baseline ("from 55.2% …", "vs. 37%"). The word lists are data
+(``patterns/results.json``). :func:`assemble_results` then turns the marks
+into :class:`~kg.model.Result` records with the paper's entities.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from importlib import resources
+
+from spacy.language import Language
+from spacy.tokens import Doc, Span, Token
+from spacy.util import registry
+
+from kg import latex
+from kg.extraction.canonical import canonical_key, display_label
+from kg.extraction.spans import LEADING_DROP
+from kg.extraction.values import find_values
+from kg.model import Claim, Entity, EntityType, Result, Value
+
+if not Doc.has_extension("kg_results"):
+    Doc.set_extension("kg_results", default=None)
+
+_BARE = re.compile(r"[+\-−±]?\d+(?:\.\d+)?")
+_YEAR = re.compile(r"(?:19|20)\d\d")
+_COMPARATIVES = frozenset(["less", "more", "fewer", "greater", "higher", "lower", "rather"])
+_AT_K = re.compile(r"(?:pass|recall|hit|acc|precision|ndcg|success)@\d+", re.IGNORECASE)
+# Not metric words even when they head a phrase after a number.
+_NOT_METRIC = frozenset(["k", "m", "b", "x", "fold", "times", "order", "orders", "%"])
+
+
+@registry.misc("kg.result_words.v1")
+def result_words_v1() -> dict[str, list[str]]:
+    """Word lists of the result finder: metric heads, count nouns, relative cues."""
+    path = resources.files("kg.extraction") / "patterns" / "results.json"
+    return json.loads(path.read_text("utf-8"))
+
+
+class ResultFinder:
+    """Marks every value of a claim sentence with its metric tokens and its role.
+
+    Writes ``doc._.kg_results``: ``(value start char, value end char, metric start
+    token, metric end token, relative, baseline)`` tuples, -1 for no metric.
+    Plain tuples survive the pickling of ``n_process > 1``.
+    """
+
+    def __init__(self, nlp: Language, name: str, *, words: dict[str, list[str]]) -> None:
+        self.name = name
+        self.heads = frozenset(w.lower() for w in words["metric_heads"])
+        self.weak = frozenset(words["weak_metric_heads"])
+        self.acronyms = frozenset(words["metric_acronyms"])
+        self.counts = frozenset(words["count_nouns"])
+        self.rel_after = frozenset(words["relative_after"])
+        self.rel_before = frozenset(words["relative_before"])
+        self.bridge_after = frozenset(words["bridge_after"])
+        self.bridge_before = frozenset(words["bridge_before"])
+        self.baseline_before = frozenset(words["baseline_before"])
+        self.improvement = frozenset(words["improvement_words"])
+        self.metric_drop = frozenset(words["metric_drop"])
+        self.dataset_cues = frozenset(words["dataset_cues"])
+        self.dataset_heads = frozenset(words["dataset_heads"])
+        self.not_units = frozenset(words["not_units"])
+
+    # ------------------------------------------------------------ metric phrases
+
+    def _metric_token(self, tok: Token, metric_tokens: set[int], *, strict: bool = False) -> bool:
+        """Whether a token can head a metric phrase.
+
+        ``strict`` ignores the recogniser's metric mentions, which are right more
+        often next to a number than far from it.
+        """
+        if tok.text in self.acronyms or _AT_K.fullmatch(tok.text):
+            return True
+        low = tok.lower_
+        # "scores" alone says nothing; "alignment scores" does
+        if low in self.weak and not any(
+            c.dep_ in ("compound", "amod") and c.i < tok.i for c in tok.children
+        ):
+            return False
+        if not strict and tok.i in metric_tokens:
+            return True
+        return (
+            tok.pos_ not in ("VERB", "AUX", "ADP")
+            and low in self.heads
+            and (low not in _NOT_METRIC)
+        )
+
+    def _phrase(self, doc: Doc, head: Token) -> Span:
+        """The noun phrase headed by a metric word, without determiners and numbers."""
+        start = head.i
+        while start > 0:
+            prev = doc[start - 1]
+            glued = start - 2 >= 0 and doc[start - 2].text == "-" and not doc[start - 2].whitespace_
+            if (
+                prev.dep_ in ("compound", "amod", "nmod")
+                and prev.head.i >= start
+                or (prev.text == "-" and not prev.whitespace_ and start - 2 >= 0)
+                or glued  # "top-1 accuracy": the "1" belongs to "top-"
+            ):
+                start -= 1
+                continue
+            break
+        # Keep "X of Y" out: metric phrases are short; keep a trailing acronym like "pass@32".
+        end = head.i + 1
+        while (
+            start < end - 1
+            and (
+                doc[start].lower_ in LEADING_DROP
+                or doc[start].like_num
+                or doc[start].is_punct
+                or doc[start].lower_ in self.bridge_after
+                or doc[start].lower_ in self.metric_drop  # "state-of-the-art FID", "50-step FID"
+                or doc[start].text[:1].isdigit()
+            )
+        ):
+            start += 1
+        return doc[start:end]
+
+    def _name_run(self, doc: Doc, i: int, sent: Span) -> Span | None:
+        """A benchmark-like name starting at token i: "ImageNet-256x256", "SWE-bench
+        Verified", "the MATH-500 benchmark" (capitals or digits, not a number alone)."""
+        while i < sent.end and doc[i].lower_ in ("the", "a", "standard", "challenging"):
+            i += 1
+        start = j = i
+        while j < sent.end and j < start + 6:
+            tok = doc[j]
+            named = any(c.isupper() for c in tok.text) or (
+                any(c.isdigit() for c in tok.text) and any(c.isalpha() for c in tok.text)
+            )
+            if named or (tok.text in "-/." and j > start and not doc[j - 1].whitespace_):
+                j += 1
+                continue
+            break
+        if j == start or _BARE.fullmatch(doc[start:j].text):
+            return None
+        if j < sent.end and doc[j].lower_ in self.dataset_heads:
+            j += 1
+        return doc[start:j]
+
+    def _dataset(self, doc: Doc, span: Span, metric: Span | None, sent: Span) -> Span | None:
+        """Where the number was measured, by position: "… 47.7 mAP on COCO", "On
+        ImageNet-256, X achieves 1.99 FID"; the nearest recognised dataset otherwise."""
+        after = max(span.end, metric.end if metric is not None else span.end)
+        for i in range(after, min(sent.end, after + 8)):
+            tok = doc[i]
+            if tok.text in ";" or (tok.like_num and i > after):
+                break
+            if tok.lower_ in self.dataset_cues:
+                found = self._name_run(doc, i + 1, sent)
+                if found is not None:
+                    return found
+                break
+        if doc[sent.start].lower_ in ("on", "across"):
+            return self._name_run(doc, sent.start + 1, sent)
+        return None
+
+    def _right(self, doc: Doc, end: int, sent: Span, metric_tokens: set[int]) -> Span | None:
+        i = end
+        while (
+            i < sent.end
+            and i < end + 6
+            and (
+                doc[i].text in self.bridge_after
+                or doc[i].lower_ in self.bridge_after
+                # "a 4% improvement in the F1 score", "5.80% in Exact Match"
+                or (
+                    doc[i].lower_ == "in"
+                    and (
+                        doc[i - 1].lower_ in self.improvement
+                        or i - 1 < end
+                        or doc[i - 1].text == "%"
+                    )
+                )
+            )
+        ):
+            i += 1
+        # "18.3% on automated metrics": after "on" only a metric word, not a name the
+        # recogniser guessed (most "on X" after a number name a dataset)
+        strict = i < sent.end and doc[i].lower_ == "on"
+        if strict:
+            i += 1
+        # Walk the phrase that starts at i to its head noun.
+        j = i
+        while j < sent.end and j < i + 5:
+            tok = doc[j]
+            if self._metric_token(tok, metric_tokens, strict=strict):
+                nxt = doc[j + 1] if j + 1 < sent.end else None
+                if (
+                    nxt is not None
+                    and self._metric_token(nxt, metric_tokens)
+                    and nxt.pos_
+                    in (
+                        "NOUN",
+                        "PROPN",
+                    )
+                ):
+                    j += 1
+                    continue
+                return self._phrase(doc, tok)
+            if tok.pos_ not in ("NOUN", "PROPN", "ADJ", "PUNCT", "X", "NUM") or tok.text in ",;(":
+                return None
+            j += 1
+        return None
+
+    def _left(self, doc: Doc, start: int, sent: Span, metric_tokens: set[int]) -> Span | None:
+        i = start - 1
+        while (
+            i >= sent.start
+            and i > start - 5
+            and (doc[i].text in self.bridge_before or doc[i].lower_ in self.bridge_before)
+        ):
+            i -= 1
+        if i >= sent.start and self._metric_token(doc[i], metric_tokens):
+            return self._phrase(doc, doc[i])
+        # "pass@32 on ProofNet-Test increases from 22.58%": a metric before "on <dataset>"
+        for k in range(i, max(sent.start, i - 5) - 1, -1):
+            if doc[k].lower_ in ("on", "for") and k - 1 >= sent.start:
+                if self._metric_token(doc[k - 1], metric_tokens, strict=True):
+                    return self._phrase(doc, doc[k - 1])
+                break
+        return None
+
+    def _through_verb(self, tok: Token, metric_tokens: set[int]) -> Span | None:
+        doc = tok.doc
+        node = tok
+        for _ in range(7):
+            head = node.head
+            if head.i == node.i:
+                return None
+            if head.pos_ in ("VERB", "AUX"):
+                for child in head.children:
+                    if child.dep_ in ("dobj", "nsubj", "nsubjpass", "attr") and self._metric_token(
+                        child, metric_tokens
+                    ):
+                        return self._phrase(doc, child)
+                # "perplexity ranging from 62.2 to 18.4": the verb qualifies the metric
+                if head.dep_ == "acl" and self._metric_token(head.head, metric_tokens):
+                    return self._phrase(doc, head.head)
+                return None
+            if (
+                head.pos_ in ("NOUN", "PROPN")
+                and self._metric_token(head, metric_tokens, strict=True)
+                and (head.lower_ not in self.weak or node.dep_ in ("nummod", "compound"))
+            ):
+                return self._phrase(doc, head)
+            node = head
+        return None
+
+    # ------------------------------------------------------------ roles
+
+    def _relative(self, doc: Doc, span: Span, unit: str | None, sent: Span) -> bool:
+        text = span.text
+        if text[:1] in "+−±" or (text[:1] == "-" and span.start > sent.start):
+            return True
+        if unit in ("×", "pp"):
+            return True
+        after = [t.lower_ for t in doc[span.end : min(sent.end, span.end + 3)]]
+        if any(w in self.rel_after for w in after if w not in ("%",)):
+            return True
+        before = [t.lower_ for t in doc[max(sent.start, span.start - 5) : span.start]]
+        # "by 30%", "by up to 26%", "by **10.9%**", "by nearly 100%"
+        for w in reversed(before):
+            if w == "by":
+                return True
+            stop = w not in self.bridge_before or w in ("of", "to", "from", ":", "=")
+            if stop and (w != "to" or "up" not in before):
+                break
+        return any(w in ("improves", "outperforms", "surpasses") for w in before[-2:])
+
+    def _baseline(self, doc: Doc, span: Span, sent: Span) -> bool:
+        before = [t.lower_ for t in doc[max(sent.start, span.start - 3) : span.start]]
+        if "from" in before:
+            after = [t.lower_ for t in doc[span.end : min(sent.end, span.end + 8)]]
+            return "to" in after or "→" in after
+        if len(before) >= 2 and before[-1] == "than" and before[-2] in _COMPARATIVES:
+            return False  # "less than 10%": a bound, not a baseline's number
+        return any(w in self.baseline_before for w in before[-2:]) and "by" not in before
+
+    # ------------------------------------------------------------ values
+
+    def _values(self, doc: Doc, sent: Span) -> list[tuple[Span, str | None, bool, int, int]]:
+        """The value spans of a sentence, with their unit, whether they are bare and
+        their exact characters (a token may hold more: "1.6×." is one token)."""
+        out: list[tuple[Span, str | None, bool, int, int]] = []
+        taken: set[int] = set()
+        for v in find_values(sent.text):
+            if v.number is None:
+                continue
+            span = doc.char_span(
+                sent.start_char + v.start, sent.start_char + v.end, alignment_mode="expand"
+            )
+            if span is None:
+                continue
+            out.append((span, v.unit, False, sent.start_char + v.start, sent.start_char + v.end))
+            taken.update(range(span.start, span.end))
+        for tok in sent:
+            if tok.i in taken or not _BARE.fullmatch(tok.text):
+                continue
+            if _YEAR.fullmatch(tok.text):
+                continue
+            prev = doc[tok.i - 1] if tok.i > sent.start else None
+            if prev is not None and not prev.whitespace_ and prev.text not in "(=:~∼≈":
+                continue  # "Qwen2.5", "GPT-4": part of a name
+            nxt = doc[tok.i + 1] if tok.i + 1 < sent.end else None
+            if nxt is not None and not tok.whitespace_ and nxt.text not in ")%,;:.":
+                continue
+            out.append((doc[tok.i : tok.i + 1], None, True, tok.idx, tok.idx + len(tok.text)))
+        out.sort(key=lambda t: t[0].start)
+        return out
+
+    def __call__(self, doc: Doc) -> Doc:
+        # The head word of each recognised metric mention, unless the mention holds a
+        # number ("MAE 6.22 year" is the recogniser's mistake, not a metric)
+        metric_tokens = {
+            span.end - 1
+            for span in doc.spans.get("kg_entities", [])
+            if span.label_ == "Metric" and not any(t.like_num for t in span)
+        }
+        found: list[tuple[int, int, int, int, bool, bool, int, int]] = []
+        for claim in doc.spans.get("kg_claims", []):
+            sent = claim.sent if claim.start < len(doc) else claim
+            marks: list[tuple[Span, Span | None, str | None, bool]] = []
+            chars: dict[int, tuple[int, int]] = {}
+            for span, unit, bare, c_start, c_end in self._values(doc, claim):
+                if unit in self.not_units or (unit and unit.lower() in self.counts):
+                    continue  # "9 USD", "4 bits": a price or a size, not a score
+                enumerator = (
+                    bare
+                    and span.start > sent.start
+                    and doc[span.start - 1].text == "("
+                    and span.end < sent.end
+                    and doc[span.end].text == ")"
+                )
+                if enumerator:
+                    continue  # "(1)": an enumerator
+                chars[span.start] = (c_start, c_end)
+                metric = self._left(doc, span.start, sent, metric_tokens)
+                nxt = doc[span.end] if span.end < sent.end else None
+                if unit and unit.lower() in self.counts:
+                    nxt = doc[span.end - 1]  # "8 NFEs": the unit is what is counted
+                if nxt is not None and nxt.lower_ in self.counts and unit != "%" and metric is None:
+                    continue  # "20 samples", "4× more tokens": a count, not a score
+                right = self._right(doc, span.end, sent, metric_tokens)
+                # "47.7 mAP on Gen1" reads rightwards; "MAE 6.22 years" leftwards
+                metric = right or metric
+                if metric is None and (not bare or span[0].head.pos_ == "ADP"):
+                    metric = self._through_verb(span[0], metric_tokens)
+                if metric is None and unit and unit in self.acronyms:
+                    metric = doc[span.end - 1 : span.end]
+                marks.append((span, metric, unit, bare))
+            self._share(doc, marks)
+            for span, metric, unit, bare in marks:
+                if bare and metric is None:
+                    continue
+                dataset = self._dataset(doc, span, metric, sent)
+                found.append(
+                    (
+                        *chars[span.start],
+                        metric.start if metric is not None else -1,
+                        metric.end if metric is not None else -1,
+                        self._relative(doc, span, unit, sent),
+                        self._baseline(doc, span, sent),
+                        dataset.start if dataset is not None else -1,
+                        dataset.end if dataset is not None else -1,
+                    )
+                )
+        doc._.kg_results = found
+        return doc
+
+    @staticmethod
+    def _share(doc: Doc, marks: list[tuple[Span, Span | None, str | None, bool]]) -> None:
+        """Coordinated values share a metric: "3.46% and 5.80% in Exact Match"."""
+        for _ in range(2):
+            for k in range(len(marks)):
+                span, metric, unit, bare = marks[k]
+                if metric is not None:
+                    continue
+                for other in (k + 1, k - 1):
+                    if not 0 <= other < len(marks) or marks[other][1] is None:
+                        continue
+                    o = marks[other][0]
+                    lo, hi = (span, o) if other > k else (o, span)
+                    between = [t.lower_ for t in doc[lo.end : hi.start]]
+                    if len(between) <= 3 and all(
+                        w in ("and", ",", "or", "to", "→", "->", "vs", "vs.", "(", ")", "from")
+                        for w in between
+                    ):
+                        marks[k] = (span, marks[other][1], unit, bare)
+                        break
+
+
+@Language.factory(
+    "kg_results",
+    default_config={"words": {"@misc": "kg.result_words.v1"}},
+    assigns=["doc._.kg_results"],
+    requires=["doc.spans", "token.dep"],
+)
+def make_results(nlp: Language, name: str, *, words: dict[str, list[str]]) -> ResultFinder:
+    """Tie each number of a claim sentence to its metric and mark relative changes."""
+    return ResultFinder(nlp, name, words=words)
+
+
+# ---------------------------------------------------------------- assembly
+
+
+def assemble_results(
+    doc: Doc,
+    cleaned: latex.Cleaned,
+    abstract: str,
+    claims: list[Claim],
+    entities: list[Entity],
+    identity: Callable[[Span], tuple[str, str, list[str]]],
+) -> list[Result]:
+    """The :class:`Result` records of a paper from the marks of ``kg_results``.
+
+    ``identity`` is the assembly's key/label/aliases resolver, so that a metric
+    written as a defined acronym ("ASR") meets its long form.
+    """
+    proposed = [e for e in entities if e.proposed]
+    resolve = _Resolver(cleaned, entities, identity)
+    results: list[Result] = []
+    for vs_c, ve_c, ms, me, relative, baseline, ds, de in doc._.kg_results or []:
+        vs, ve = cleaned.to_original(vs_c, ve_c)
+        index = next((i for i, c in enumerate(claims) if c.start <= vs and ve <= c.end), None)
+        if index is None:
+            continue
+        claim = claims[index]
+        text = abstract[vs:ve]
+        value = next((v for v in claim.values if v.start == vs and v.end == ve), None)
+        if value is None:
+            bare = _BARE.search(latex.clean(text).text)
+            if bare is None:
+                continue
+            value = Value(text, float(bare.group().replace("−", "-").lstrip("+±")), None, vs, ve)
+        if value.number is None:
+            continue
+        metric = resolve(doc[ms:me], EntityType.METRIC) if ms >= 0 else None
+        in_sentence = [
+            e
+            for e in entities
+            if any(
+                claim.sentence_start <= m.start and m.end <= claim.sentence_end for m in e.mentions
+            )
+        ]
+        dataset = resolve(doc[ds:de], EntityType.DATASET) if ds >= 0 else None
+        dataset = dataset or _nearest(in_sentence, EntityType.DATASET, vs)
+        task = _nearest(in_sentence, EntityType.TASK, vs)
+        if baseline:
+            method = claim.baseline
+            is_proposed = False
+        else:
+            subject = claim.subject
+            if subject is not None and subject.type is EntityType.METHOD:
+                method = subject
+            else:
+                method = proposed[0] if proposed else None
+            is_proposed = bool(method is not None and method.proposed)
+        results.append(
+            Result(
+                value=value,
+                claim=claim,
+                claim_index=index,
+                metric=metric,
+                dataset=dataset,
+                task=task,
+                method=method,
+                proposed=is_proposed,
+                relative=relative,
+                metric_text=display_label(doc[ms:me].text) if metric is not None else None,
+                confidence=0.7 if metric is not None else 0.4,
+            )
+        )
+    return results
+
+
+class _Resolver:
+    """The entity a span of a result names: the paper's entity of that type that
+    covers it, else a node of its own (what the recogniser missed or mistyped)."""
+
+    def __init__(
+        self,
+        cleaned: latex.Cleaned,
+        entities: list[Entity],
+        identity: Callable[[Span], tuple[str, str, list[str]]],
+    ) -> None:
+        self.cleaned = cleaned
+        self.entities = entities
+        self.identity = identity
+        self.by_key = {(e.type, e.key): e for e in entities}
+
+    def __call__(self, span: Span, kind: EntityType) -> Entity | None:
+        from kg.vocab import entity_iri
+
+        start, end = self.cleaned.to_original(span.start_char, span.end_char)
+        covering = [
+            e for e in self.entities if any(m.start <= start and end <= m.end for m in e.mentions)
+        ]
+        found = next((e for e in covering if e.type is kind), None)
+        if found is not None:
+            return found
+        if kind is EntityType.DATASET and any(e.proposed for e in covering):
+            return None  # "on X" naming the paper's own method is no dataset
+        key, label, aliases = self.identity(span)
+        if not key:
+            key, label, aliases = canonical_key(span.text), display_label(span.text), []
+        if not key:
+            return None
+        entity = self.by_key.get((kind, key))
+        if entity is None:
+            entity = Entity(
+                kind,
+                key,
+                label,
+                entity_iri(kind.value, key),
+                aliases=aliases,
+                component="kg_results",
+                confidence=0.6,
+            )
+            self.by_key[(kind, key)] = entity
+        return entity
+
+
+def _nearest(entities: list[Entity], kind: EntityType, at: int) -> Entity | None:
+    best: tuple[int, Entity] | None = None
+    for e in entities:
+        if e.type is not kind:
+            continue
+        for m in e.mentions:
+            d = abs(m.start - at)
+            if best is None or d < best[0]:
+                best = (d, e)
+    return best[1] if best is not None else None

@@ -1,0 +1,125 @@
+"""Results: each number of a claim tied to its metric, dataset, method and role."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kg.directions import metric_direction
+from kg.model import Record
+from tests.helpers import SHARED
+
+ABSTRACT = (
+    "Training large detectors is expensive. "
+    "We propose FooNet, a sparse detector for object detection. "
+    "FooNet reduces GPU memory usage by 72% and reaches 47.7 mAP on COCO. "
+    "On ImageNet, our method improves top-1 accuracy from 80.1% to 84.7% with 20 samples per class."
+)
+
+
+def test_metric_direction_is_data() -> None:
+    assert metric_direction("accuracy") is True
+    assert metric_direction("top-1 accuracy") is True
+    assert metric_direction("FID") is False
+    assert metric_direction("FID score") is False  # FID decides, not "score"
+    assert metric_direction("word error rate") is False
+    assert metric_direction("success rate") is True
+    assert metric_direction("perplexity") is False
+    assert metric_direction("novelty of the idea") is None
+
+
+def _results(extractor) -> list[dict]:  # noqa: ANN001
+    paper = extractor.extract_one(Record("foo", ABSTRACT))
+    return [r.to_json() for r in paper.results]
+
+
+def test_each_number_gets_its_own_metric(extractor) -> None:  # noqa: ANN001
+    results = {r["value"]["text"]: r for r in _results(extractor)}
+    assert results["72%"]["metric"]["label"] == "GPU memory usage"
+    assert results["72%"]["relative"] is True
+    assert results["47.7 mAP"]["metric"]["label"] == "mAP"
+    assert results["47.7 mAP"]["relative"] is False
+    assert results["47.7 mAP"]["dataset"]["label"] == "COCO"
+    assert results["47.7 mAP"]["proposed"] is True
+    assert results["47.7 mAP"]["method"]["label"] == "FooNet"
+    # "from 80.1% to 84.7%": the first is the baseline's number, the second ours
+    assert results["80.1%"]["proposed"] is False
+    assert results["84.7%"]["proposed"] is True
+    assert results["84.7%"]["metric"]["label"] == "top-1 accuracy"
+    assert results["84.7%"]["dataset"]["label"] == "ImageNet"
+    assert "20" not in results  # a count, not a result
+
+
+def test_result_offsets_point_into_the_abstract(extractor) -> None:  # noqa: ANN001
+    for r in _results(extractor):
+        v, c = r["value"], r["claim"]
+        assert ABSTRACT[v["start"] : v["end"]] == v["text"]
+        assert ABSTRACT[c["start"] : c["end"]] == c["text"]
+        assert c["start"] <= v["start"] and v["end"] <= c["end"]
+        assert r["metric"]["iri"].startswith("https://w3id.org/mlkg/id/metric/")
+
+
+def test_numbers_without_a_metric_are_not_tied_to_one(extractor) -> None:  # noqa: ANN001
+    paper = extractor.extract_one(
+        Record("bar", "We propose BarNet. BarNet outperforms prior methods by 12% on average.")
+    )
+    assert all(r.metric is None for r in paper.results)
+
+
+DEV = SHARED / "gold" / "iclr-dev.jsonl"
+ICLR = SHARED / "data" / "iclr2026_abstracts" / "iclr2026_accepted_abstracts.jsonl"
+SCORER = SHARED / "tools" / "score_results.py"
+
+
+@pytest.mark.skipif(
+    not (DEV.exists() and ICLR.exists() and SCORER.exists()),
+    reason="../shared (iclr-dev gold, ICLR abstracts, scorer) is not beside the checkout",
+)
+def test_results_f1_on_iclr_dev(extractor, tmp_path: Path) -> None:  # noqa: ANN001
+    from kg.readers import read_paths
+
+    ids = [json.loads(line)["id"] for line in DEV.open()]
+    wanted = set(ids)
+    rows = [line for line in ICLR.open() if json.loads(line)["forum_id"] in wanted]
+    source = tmp_path / "dev.jsonl"
+    source.write_text("".join(rows))
+    records = [r for r in read_paths([source]) if not hasattr(r, "reason")]
+    out = tmp_path / "out.jsonl"
+    with out.open("w") as f:
+        for paper in extractor.extract(records):
+            f.write(json.dumps(paper.to_json()) + "\n")
+    run = subprocess.run(
+        [sys.executable, str(SCORER), str(DEV), str(out)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    f1 = float(run.stdout.strip().rsplit("results_f1=", 1)[1])
+    assert f1 >= 0.65, run.stdout
+
+
+def test_a_value_glued_to_a_full_stop_keeps_its_own_characters(extractor) -> None:  # noqa: ANN001
+    # "1.6×." is one token: the value must be "1.6×", not the token (once a crash)
+    text = "We propose QuxNet. QuxNet improves throughput by 1.6×. It also reduces latency by 20%."
+    paper = extractor.extract_one(Record("qux", text))
+    assert paper.entities, "the paper was assembled"
+    values = {r.value.text: r for r in paper.results}
+    assert values["1.6×"].value.number == 1.6
+    assert values["1.6×"].metric is not None and values["1.6×"].metric.label == "throughput"
+
+
+def test_the_dataset_comes_from_its_place_in_the_sentence(extractor) -> None:  # noqa: ANN001
+    text = (
+        "We propose ZedFlow, a one-step generator. "
+        "On ImageNet-256x256, ZedFlow achieves 1.99 FID with 4 NFEs."
+    )
+    paper = extractor.extract_one(Record("zed", text))
+    [result] = [r for r in paper.results if r.value.number == 1.99]
+    assert result.metric is not None and result.metric_text == "FID"
+    assert result.dataset is not None and result.dataset.label == "ImageNet-256x256"
+    assert result.dataset.iri.startswith("https://w3id.org/mlkg/id/dataset/")
+    assert not any(r.value.number == 4 for r in paper.results)  # "4 NFEs" is a count
