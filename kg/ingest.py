@@ -20,6 +20,7 @@ from kg.model import PaperExtraction, Record, Rejected
 from kg.queries import rows, run
 from kg.readers import Item, read_paths, unique
 from kg.store import GraphStore, StoreError
+from kg.taxonomy import derive_taxonomy
 from kg.vocab import ID_PREFIX
 
 
@@ -169,6 +170,9 @@ def ingest_items(
             if len(pending) + len(pending_new) >= write_batch:
                 flush()
         flush()
+        if report.added or report.updated:
+            # The taxonomy links tasks across papers, so it follows every change.
+            derive_taxonomy(store)
         store.flush()
     except OSError as exc:
         # Disk full, a quota, an I/O error: the store stays consistent (each

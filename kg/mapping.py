@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pyoxigraph import Literal, NamedNode, Quad
 
 from kg import schema
-from kg.model import Claim, Entity, PaperExtraction, Record
+from kg.mapping_results import direction_literal, map_results
+from kg.model import Claim, Entity, EntityType, PaperExtraction, Record
 from kg.vocab import (
     BASE,
     CLAIM_KINDS,
@@ -146,6 +147,9 @@ def map_paper(extraction: PaperExtraction) -> PaperQuads:
             for alias in entity.aliases:
                 if alias != entity.label:
                     entity_quads.append(Quad(node, SKOS.altLabel, Literal(alias), ENTITIES_GRAPH))
+            direction = direction_literal(entity) if entity.type is EntityType.METRIC else None
+            if direction is not None:
+                entity_quads.append(Quad(node, KG.higherIsBetter, direction, ENTITIES_GRAPH))
         return node
 
     def provenance(node: NamedNode, component: str, confidence: float) -> None:
@@ -185,6 +189,7 @@ def map_paper(extraction: PaperExtraction) -> PaperQuads:
 
     for index, claim in enumerate(extraction.claims):
         _map_claim(claim, index, p, add, sentence, describe, provenance)
+    map_results(extraction.results, p, add, sentence, describe, provenance)
 
     for name in sorted(components):
         node = component_iri(name)

@@ -81,6 +81,9 @@ KG = _Namespace(
         "venue",
         "sourceFile",
         "sourceId",
+        # results
+        "Result", "reportsResult", "resultValue", "resultMetric", "resultDataset", "resultTask",
+        "resultMethod", "fromClaim", "isProposed", "isRelative", "higherIsBetter",
     ),
 )
 
@@ -89,7 +92,10 @@ RDF = _Namespace(
     ("type", "Statement", "subject", "predicate", "object"),
 )
 RDFS = _Namespace("http://www.w3.org/2000/01/rdf-schema#", ("label", "comment"))
-SKOS = _Namespace("http://www.w3.org/2004/02/skos/core#", ("prefLabel", "altLabel", "notation"))
+SKOS = _Namespace(
+    "http://www.w3.org/2004/02/skos/core#",
+    ("prefLabel", "altLabel", "notation", "broader", "narrower"),
+)
 DCTERMS = _Namespace(
     "http://purl.org/dc/terms/", ("title", "abstract", "identifier", "creator", "subject")
 )
