@@ -457,5 +457,11 @@ main.add_command(serve)
 main.add_command(eval_)
 main.add_command(train)
 
+# Commands kept in their own modules (this one is long enough); they import the
+# helpers above, so they are added last.
+from kg.cli_results import leaderboard  # noqa: E402
+
+main.add_command(leaderboard)
+
 if __name__ == "__main__":  # pragma: no cover
     main()

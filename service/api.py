@@ -82,9 +82,14 @@ async def list_papers(
     ] = None,
     limit: Limit = 20,
     offset: Offset = 0,
+    exact: Annotated[
+        bool,
+        Query(description="task= finds only that task, not also its narrower tasks"),
+    ] = False,
 ) -> Response:
     """Papers, ordered by id, optionally only those linked to every given entity
-    and containing the text ``q``. ``filters`` shows the IRI each filter resolved to."""
+    and containing the text ``q``. ``filters`` shows the IRI each filter resolved to.
+    A task also finds the papers of its narrower tasks unless ``exact=true``."""
     # The hot path of the API. Entity filters are indexed lookups well under a
     # millisecond, so they run right here on the event loop: a thread hop and
     # GIL hand-offs between 16 pool threads would cost more than the query and
@@ -92,9 +97,11 @@ async def list_papers(
     store = get_store(request)
     q = check_text("q", q)
     if q is None:
-        body = papers_page(store, given, None, limit, offset)
+        body = papers_page(store, given, None, limit, offset, exact=exact)
     else:
-        body = await asyncio.to_thread(papers_page, store, given, q, limit, offset)
+        body = await asyncio.to_thread(
+            lambda: papers_page(store, given, q, limit, offset, exact=exact)
+        )
     body = {**page_links(request, body.pop("total"), limit, offset), **body}
     # Built from named-query results with fixed types: skip re-validating the model.
     return JSONResponse(body)

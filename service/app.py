@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kg import __version__
 from kg.store import GraphStore, QueryResult, StoreError, is_remote, open_store
-from service import api, graph, gsp, sparql
+from service import api, graph, gsp, results_api, sparql
 from service.cache import ResultCache
 from service.deps import get_store
 from service.errors import Unavailable, install_error_handlers, problem_response
@@ -346,6 +346,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_api_route("/redoc", redoc, methods=["GET"], include_in_schema=False)
     app.include_router(sparql.router)
     app.include_router(gsp.router)
+    # Before api.router: its /papers/{id:path} would swallow /papers/{id}/related.
+    app.include_router(results_api.router)
     app.include_router(api.router)
     app.include_router(graph.router)
     app.mount("/static", StaticFiles(directory=sparql.STATIC), name="static")

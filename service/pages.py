@@ -23,7 +23,7 @@ from kg.latex import clean, clean_label
 from kg.queries import MAX_STRING
 from kg.read.papers import resolve_paper_id
 from kg.store import GraphStore
-from kg.vocab import paper_graph
+from kg.vocab import paper_graph, paper_iri
 from service import negotiation
 from service.deps import get_store
 from service.errors import NotAcceptable, NotFound
@@ -36,6 +36,7 @@ from service.rest_data import (
     paper_href,
     run,
 )
+from service.results_api import results_index
 
 router = APIRouter()
 
@@ -130,8 +131,15 @@ def highlight(abstract: str, paper: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def paper_page(paper: dict[str, Any], *, path: str, json_href: str) -> str:
-    """The HTML page of a paper."""
+def paper_page(
+    paper: dict[str, Any],
+    *,
+    path: str,
+    json_href: str,
+    results: list[dict[str, Any]] | None = None,
+    related: list[dict[str, Any]] | None = None,
+) -> str:
+    """The HTML page of a paper, with its results and related papers when given."""
     title = clean_label(paper.get("title") or "") or paper["id"]
     formats, alternates = _formats(path, json_href)
     meta = [escape(paper["id"])]
@@ -169,8 +177,47 @@ def paper_page(paper: dict[str, Any], *, path: str, json_href: str) -> str:
             "<h2>Claims</h2><table><tr><th>Kind</th><th>Claim</th><th>About</th>"
             f"<th>Values</th></tr>{rows}</table>"
         )
+    parts.extend(results_sections(results or [], related or []))
     parts.append(formats)
     return _page(title, "\n".join(parts), alternates=alternates)
+
+
+def results_sections(results: list[dict[str, Any]], related: list[dict[str, Any]]) -> list[str]:
+    """The results table and the related-papers list of a paper page."""
+    parts = []
+
+    def label(ref: dict[str, Any] | None) -> str:
+        return escape((ref or {}).get("label") or "")
+
+    if results:
+        rows = "".join(
+            "<tr><td>{value}</td><td>{metric}</td><td>{dataset}</td><td>{method}</td>"
+            "<td>{kind}</td></tr>".format(
+                value=escape(r["value"]["text"]),
+                metric=label(r["metric"]),
+                dataset=label(r["dataset"]),
+                method=label(r["method"]) + ("" if r["proposed"] else " (baseline)"),
+                kind="relative" if r["relative"] else "absolute",
+            )
+            for r in results
+        )
+        parts.append(
+            "<h2>Results</h2><table><tr><th>Value</th><th>Metric</th><th>Dataset</th>"
+            f"<th>Method</th><th></th></tr>{rows}</table>"
+        )
+    if related:
+        lis = "".join(
+            '<li><a href="/id/paper/{id}">{title}</a> <span class="meta">{score} · {shared}'
+            "</span></li>".format(
+                id=escape(quote(r["paper"]["id"], safe="")),
+                title=escape(r["paper"]["title"] or r["paper"]["id"]),
+                score=r["score"],
+                shared=escape(", ".join(s["label"] or s["iri"] for s in r["shared"][:5])),
+            )
+            for r in related
+        )
+        parts.append(f"<h2>Related papers</h2><ul>{lis}</ul>")
+    return parts
 
 
 def entity_page(entity: dict[str, Any], *, path: str, json_href: str) -> str:
@@ -299,13 +346,24 @@ def deref_paper(
     paper_id = detail["id"]
     path = "/id/paper/" + quote(paper_id, safe="")
     json_href = paper_href(paper_id)
+
+    def html() -> str:
+        index = results_index(request)
+        iri = paper_iri(paper_id).value
+        compared = index.compare([iri])
+        return paper_page(
+            detail, path=path, json_href=json_href,
+            results=compared[0]["results"] if compared else [],
+            related=index.related(iri, 10) or [],
+        )
+
     return _deref(
         request,
         store,
         format,
         path=path,
         json_href=json_href,
-        html=lambda: paper_page(detail, path=path, json_href=json_href),
+        html=html,
         describe=("describe-paper", {"graph": paper_graph(paper_id)}),
     )
 

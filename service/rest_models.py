@@ -164,6 +164,12 @@ class EntityDetail(EntityRef):
     paper_count: int
     papers: list[EntityPaper]
     related: Related  # type: ignore[valid-type]
+    broader: list[EntityRef] | None = Field(
+        None, description="Tasks only: the tasks directly broader (skos:broader)"
+    )
+    narrower: list[EntityRef] | None = Field(
+        None, description="Tasks only: the tasks directly narrower (skos:narrower)"
+    )
 
 
 class SearchEntity(EntityCount):

@@ -530,7 +530,7 @@ def test_filter_by_alias_and_canonical_label(client: TestClient) -> None:
     if with_alias is None:
         pytest.skip("no task of the sample has an alias")
     for name in (with_alias["aliases"][0], with_alias["label"].upper()):
-        page = get(client, "/papers", params={"task": name})
+        page = get(client, "/papers", params={"task": name, "exact": "true"})
         assert page["filters"]["task"] == with_alias["iri"], name
         assert page["total"] == with_alias["paper_count"]
 

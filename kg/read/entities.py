@@ -112,6 +112,12 @@ def entity_detail(
             group.append(row)
     related = {group: with_labels(store, rows, var="other") for group, rows in kept.items()}
     out["related"] = related
+    if type_name == "task":
+        for relation in ("broader", "narrower"):
+            out[relation] = []
+        for s in solutions(store, "task-hierarchy", task=iri):
+            relation = s["relation"].value.rsplit("#", 1)[-1]
+            out[relation].append(entity_ref(s["other"].value, TYPES["task"], s["label"]))
     return out
 
 

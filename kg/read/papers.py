@@ -25,7 +25,13 @@ from kg.vocab import CLAIM_KINDS, paper_iri
 
 
 def papers_page(
-    store: GraphStore, given: Mapping[str, str | None], q: str | None, limit: int, offset: int
+    store: GraphStore,
+    given: Mapping[str, str | None],
+    q: str | None,
+    limit: int,
+    offset: int,
+    *,
+    exact: bool = False,
 ) -> dict[str, Any]:
     """``total``, ``filters`` and the ``items`` of one page of ``GET /papers``.
 
@@ -54,9 +60,15 @@ def papers_page(
                 iri = resolve_entity(store, value, type_name=name, parameter=name)
                 if iri is None:
                     return {"total": 0, "filters": {name: None}, "items": []}
-            total = count(store, "count-papers-with-entity", entity=iri)
+            # A task also finds the papers of its narrower tasks unless exact is asked.
+            listing, counting, param = (
+                ("papers-with-task", "count-papers-with-task", "task")
+                if name == "task" and not exact
+                else ("papers-with-entity", "count-papers-with-entity", "entity")
+            )
+            total = count(store, counting, **{param: iri})
             if total:
-                page = take(solutions(store, "papers-with-entity", entity=iri), offset, limit)
+                page = take(solutions(store, listing, **{param: iri}), offset, limit)
                 items = [paper_summary(s["paper"], s["title"]) for s in page]
                 return {"total": total, "filters": {name: iri}, "items": items}
         return {"total": 0, "filters": {name: iri}, "items": []}
@@ -65,7 +77,10 @@ def papers_page(
     for name, value in entity_filters:
         iri = resolve_entity(store, value, type_name=name, parameter=name)
         filters[name] = iri
-        wanted.append(("papers-with-entity", {"entity": iri}))
+        if name == "task" and not exact and iri is not None:
+            wanted.append(("papers-with-task", {"task": iri}))
+        else:
+            wanted.append(("papers-with-entity", {"entity": iri}))
     if any(v is None for v in filters.values()):
         return {"total": 0, "filters": filters, "items": []}
     if q is not None:

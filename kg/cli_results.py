@@ -1,0 +1,103 @@
+"""``kg leaderboard``: the leaderboards of the REST API on the command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from typing import NoReturn
+
+import click
+
+from kg.results_index import ResultsIndex
+from kg.store import DEFAULT_STORE, StoreError, open_store
+
+# kg.cli adds this command to its group, so nothing here imports kg.cli.
+STORE_OPTION = click.option(
+    "--store",
+    envvar="KG_STORE",
+    default=str(DEFAULT_STORE),
+    show_default=True,
+    help="Store directory, or http(s):// URL of a SPARQL 1.1 store. Env: KG_STORE.",
+)
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"kg: error: {message}", err=True)
+    sys.exit(2)
+
+
+def _resolve(index: ResultsIndex, segment: str, value: str | None) -> str | None:
+    """An entity IRI from an IRI, key, label or alias (any case); exits when unknown."""
+    if value is None:
+        return None
+    iri = index.find(segment, value)
+    if iri is None:
+        _fail(f"no {segment} {value!r} (give its key, label or IRI)")
+    return iri
+
+
+@click.command()
+@click.argument("dataset", required=False)
+@click.argument("metric", required=False)
+@click.option("--task", help="Only boards with results of papers on this task (or narrower).")
+@click.option("--min-results", default=3, show_default=True, help="Fewest results per board.")
+@click.option("--limit", default=20, show_default=True, help="Boards or rows to show.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON, as the REST API does.")
+@STORE_OPTION
+def leaderboard(
+    dataset: str | None,
+    metric: str | None,
+    task: str | None,
+    min_results: int,
+    limit: int,
+    as_json: bool,
+    store: str,
+) -> None:
+    """List leaderboards, or show one: DATASET METRIC (keys, labels or IRIs).
+
+    A leaderboard ranks the absolute results reported on a dataset in a metric,
+    best first by the metric's direction, each with the sentence it comes from.
+    """
+    try:
+        index = ResultsIndex(open_store(store, read_only=True))
+    except StoreError as exc:
+        _fail(str(exc))
+    if dataset is None:
+        boards = index.leaderboards(task=_resolve(index, "task", task), min_results=min_results)
+        if as_json:
+            click.echo(json.dumps({"total": len(boards), "items": boards[:limit]}, indent=1))
+            return
+        click.echo(f"{'results':>7}  {'dataset':<32}  {'metric':<32}  better")
+        for b in boards[:limit]:
+            higher = b["metric"]["higher_is_better"]
+            arrow = {True: "higher", False: "lower", None: "?"}[higher]
+            click.echo(
+                f"{b['results']:>7}  {(b['dataset']['label'] or '')[:32]:<32}  "
+                f"{(b['metric']['label'] or '')[:32]:<32}  {arrow}"
+            )
+        click.echo(f"({len(boards)} leaderboards with ≥ {min_results} results)")
+        return
+    if metric is None:
+        _fail("give both DATASET and METRIC, or neither to list the leaderboards")
+    board = index.leaderboard(
+        _resolve(index, "dataset", dataset), _resolve(index, "metric", metric)
+    )
+    if board is None:
+        _fail(f"no absolute results on {dataset!r} in {metric!r}")
+        return
+    if as_json:
+        click.echo(json.dumps({**board, "items": board["items"][:limit]}, indent=1))
+        return
+    direction = {True: "higher is better", False: "lower is better", None: "direction unknown"}
+    click.echo(
+        f"{board['dataset']['label']} · {board['metric']['label']} "
+        f"({direction[board['higher_is_better']]})"
+    )
+    for row in board["items"][:limit]:
+        method = (row["method"] or {}).get("label") or "—"
+        who = method + ("" if row["proposed"] else " (baseline)")
+        click.echo(f"{row['rank']:>3}. {row['value']['text']:<10} {who}  [{row['paper']['id']}]")
+        claim = row["claim"]
+        for line in textwrap.wrap(f"“{claim['text']}” @{claim['start']}-{claim['end']}", 96):
+            click.echo(f"       {line}")
