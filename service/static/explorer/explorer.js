@@ -379,6 +379,8 @@
           c.kind ? el("span", { class: "kind" }, c.kind) : null,
           c.before, el("mark", {}, c.claim), c.after))));
     }
+    // Related papers, leaderboards and narrower tasks: results-panel.js.
+    if (window.kgResultsPanel) window.kgResultsPanel(node, parts, { el, pick });
     body.replaceChildren(...parts);
   }
 
