@@ -25,6 +25,7 @@ from kg.cli_common import (
     open_for_reading,
     open_for_writing,
 )
+from kg.cli_results import leaderboard
 from kg.cli_serve import graph, serve
 from kg.cli_train import eval_, train
 from kg.resources import sample_corpus
@@ -456,12 +457,8 @@ main.add_command(graph)
 main.add_command(serve)
 main.add_command(eval_)
 main.add_command(train)
-
-# Commands kept in their own modules (this one is long enough); they import the
-# helpers above, so they are added last.
-from kg.cli_results import leaderboard  # noqa: E402
-
 main.add_command(leaderboard)
+
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -3,28 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
-from typing import NoReturn
 
 import click
 
+from kg.cli_common import STORE_OPTION, fail, open_for_reading
 from kg.results_index import ResultsIndex
-from kg.store import DEFAULT_STORE, StoreError, open_store
-
-# kg.cli adds this command to its group, so nothing here imports kg.cli.
-STORE_OPTION = click.option(
-    "--store",
-    envvar="KG_STORE",
-    default=str(DEFAULT_STORE),
-    show_default=True,
-    help="Store directory, or http(s):// URL of a SPARQL 1.1 store. Env: KG_STORE.",
-)
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"kg: error: {message}", err=True)
-    sys.exit(2)
 
 
 def _resolve(index: ResultsIndex, segment: str, value: str | None) -> str | None:
@@ -33,7 +17,7 @@ def _resolve(index: ResultsIndex, segment: str, value: str | None) -> str | None
         return None
     iri = index.find(segment, value)
     if iri is None:
-        _fail(f"no {segment} {value!r} (give its key, label or IRI)")
+        fail(f"no {segment} {value!r} (give its key, label or IRI)")
     return iri
 
 
@@ -59,10 +43,7 @@ def leaderboard(
     A leaderboard ranks the absolute results reported on a dataset in a metric,
     best first by the metric's direction, each with the sentence it comes from.
     """
-    try:
-        index = ResultsIndex(open_store(store, read_only=True))
-    except StoreError as exc:
-        _fail(str(exc))
+    index = ResultsIndex(open_for_reading(store))
     if dataset is None:
         boards = index.leaderboards(task=_resolve(index, "task", task), min_results=min_results)
         if as_json:
@@ -79,12 +60,12 @@ def leaderboard(
         click.echo(f"({len(boards)} leaderboards with ≥ {min_results} results)")
         return
     if metric is None:
-        _fail("give both DATASET and METRIC, or neither to list the leaderboards")
+        fail("give both DATASET and METRIC, or neither to list the leaderboards")
     board = index.leaderboard(
         _resolve(index, "dataset", dataset), _resolve(index, "metric", metric)
     )
     if board is None:
-        _fail(f"no absolute results on {dataset!r} in {metric!r}")
+        fail(f"no absolute results on {dataset!r} in {metric!r}")
         return
     if as_json:
         click.echo(json.dumps({**board, "items": board["items"][:limit]}, indent=1))
