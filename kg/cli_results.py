@@ -8,7 +8,7 @@ import textwrap
 import click
 
 from kg.cli_common import STORE_OPTION, fail, open_for_reading
-from kg.results_index import ResultsIndex
+from kg.results_index import DATASET, METHOD, METRIC, TASK, ResultsIndex
 
 
 def _resolve(index: ResultsIndex, segment: str, value: str | None) -> str | None:
@@ -22,16 +22,14 @@ def _resolve(index: ResultsIndex, segment: str, value: str | None) -> str | None
 
 
 @click.command()
-@click.argument("dataset", required=False)
-@click.argument("metric", required=False)
+@click.argument("board", nargs=-1, metavar="[DATASET METRIC]")
 @click.option("--task", help="Only boards with results of papers on this task (or narrower).")
 @click.option("--min-results", default=3, show_default=True, help="Fewest results per board.")
 @click.option("--limit", default=20, show_default=True, help="Boards or rows to show.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON, as the REST API does.")
 @STORE_OPTION
 def leaderboard(
-    dataset: str | None,
-    metric: str | None,
+    board: tuple[str, ...],
     task: str | None,
     min_results: int,
     limit: int,
@@ -43,41 +41,42 @@ def leaderboard(
     A leaderboard ranks the absolute results reported on a dataset in a metric,
     best first by the metric's direction, each with the sentence it comes from.
     """
+    if len(board) not in (0, 2):
+        fail("give both DATASET and METRIC, or neither to list the leaderboards")
     index = ResultsIndex(open_for_reading(store))
-    if dataset is None:
-        boards = index.leaderboards(task=_resolve(index, "task", task), min_results=min_results)
+    if not board:
+        boards = index.leaderboards(task=_resolve(index, TASK, task), min_results=min_results)
         if as_json:
             click.echo(json.dumps({"total": len(boards), "items": boards[:limit]}, indent=1))
             return
-        click.echo(f"{'results':>7}  {'dataset':<32}  {'metric':<32}  better")
+        click.echo(f"{'results':>7}  {DATASET:<32}  {METRIC:<32}  better")
         for b in boards[:limit]:
-            higher = b["metric"]["higher_is_better"]
+            higher = b[METRIC]["higher_is_better"]
             arrow = {True: "higher", False: "lower", None: "?"}[higher]
             click.echo(
-                f"{b['results']:>7}  {(b['dataset']['label'] or '')[:32]:<32}  "
-                f"{(b['metric']['label'] or '')[:32]:<32}  {arrow}"
+                f"{b['results']:>7}  {(b[DATASET]['label'] or '')[:32]:<32}  "
+                f"{(b[METRIC]['label'] or '')[:32]:<32}  {arrow}"
             )
         click.echo(f"({len(boards)} leaderboards with ≥ {min_results} results)")
         return
-    if metric is None:
-        fail("give both DATASET and METRIC, or neither to list the leaderboards")
-    board = index.leaderboard(
-        _resolve(index, "dataset", dataset), _resolve(index, "metric", metric)
+    dataset_name, metric_name = board
+    found = index.leaderboard(
+        _resolve(index, DATASET, dataset_name), _resolve(index, METRIC, metric_name)
     )
-    if board is None:
-        fail(f"no absolute results on {dataset!r} in {metric!r}")
+    if found is None:
+        fail(f"no absolute results on {dataset_name!r} in {metric_name!r}")
         return
     if as_json:
-        click.echo(json.dumps({**board, "items": board["items"][:limit]}, indent=1))
+        click.echo(json.dumps({**found, "items": found["items"][:limit]}, indent=1))
         return
     direction = {True: "higher is better", False: "lower is better", None: "direction unknown"}
     click.echo(
-        f"{board['dataset']['label']} · {board['metric']['label']} "
-        f"({direction[board['higher_is_better']]})"
+        f"{found[DATASET]['label']} · {found[METRIC]['label']} "
+        f"({direction[found['higher_is_better']]})"
     )
-    for row in board["items"][:limit]:
-        method = (row["method"] or {}).get("label") or "—"
-        who = method + ("" if row["proposed"] else " (baseline)")
+    for row in found["items"][:limit]:
+        who = (row[METHOD] or {}).get("label") or "—"
+        who += "" if row["proposed"] else " (baseline)"
         click.echo(f"{row['rank']:>3}. {row['value']['text']:<10} {who}  [{row['paper']['id']}]")
         claim = row["claim"]
         for line in textwrap.wrap(f"“{claim['text']}” @{claim['start']}-{claim['end']}", 96):

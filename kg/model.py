@@ -170,7 +170,7 @@ class Result:
             return {"label": e.label, "iri": e.iri} if e is not None else None
 
         v = self.value
-        return {
+        out: dict[str, Any] = {
             "value": {
                 "text": v.text,
                 "number": v.number,
@@ -178,18 +178,22 @@ class Result:
                 "start": v.start,
                 "end": v.end,
             },
-            "metric": (
-                {"label": self.metric_text or self.metric.label, "iri": self.metric.iri}
-                if self.metric is not None
-                else None
-            ),
-            "dataset": ref(self.dataset),
-            "task": ref(self.task),
-            "method": ref(self.method),
             "proposed": self.proposed,
             "relative": self.relative,
             "claim": {"text": self.claim.text, "start": self.claim.start, "end": self.claim.end},
         }
+        # Keyed by each entity kind's segment in kg.schema (metric, dataset, task, method).
+        refs = {
+            EntityType.METRIC: self.metric,
+            EntityType.DATASET: self.dataset,
+            EntityType.TASK: self.task,
+            EntityType.METHOD: self.method,
+        }
+        for kind, entity in refs.items():
+            out[schema.kind(kind.value).segment] = ref(entity)
+        if self.metric is not None and self.metric_text:
+            out[schema.kind(EntityType.METRIC.value).segment]["label"] = self.metric_text
+        return out
 
 
 @dataclass(slots=True)

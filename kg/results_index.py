@@ -19,19 +19,27 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
+from kg import schema
+from kg.model import EntityType
 from kg.queries import rows, run
 from kg.store import GraphStore
 from kg.vocab import ID_PREFIX, KG
 
-_ENTITY_EDGES = {
-    KG.addressesTask.value: "tasks",
-    KG.proposesMethod.value: "proposed_methods",
-    KG.usesMethod.value: "methods",
-    KG.evaluatesOn.value: "datasets",
-    KG.reportsMetric.value: "metrics",
-}
+# The JSON keys and roles come from kg.schema: an entity kind's segment (task,
+# dataset, …) names one entity, a relation's key (its plural list) a paper's role.
+TASK, METHOD, DATASET, METRIC = (
+    schema.kind(t.value).segment
+    for t in (EntityType.TASK, EntityType.METHOD, EntityType.DATASET, EntityType.METRIC)
+)
+_ROLES = {KG[r.name].value: r.key for _, r in schema.relations()}
+_TASK_ROLE = next(r.key for k, r in schema.relations() if k.segment == TASK)
+_METRIC_ROLE = next(r.key for k, r in schema.relations() if k.segment == METRIC)
 # What relatedness counts: what the papers are about, build on and evaluate on.
-_RELATED_FIELDS = ("tasks", "proposed_methods", "methods", "datasets")
+# Side by side: each kind's list, only the proposed ones of a kind that has them.
+_COMPARE_ROLES = tuple(
+    r.key for k, r in schema.relations() if r.proposed or not any(x.proposed for x in k.relations)
+)
+_RELATED_FIELDS = tuple(r.key for k, r in schema.relations() if k.segment != METRIC)
 
 
 @dataclass(slots=True)
@@ -83,7 +91,7 @@ def paper_id(iri: str) -> str:
 
 
 def entity_key(iri: str) -> tuple[str, str] | None:
-    """``(segment, key)`` of an entity IRI: ``("dataset", "imagenet")``."""
+    """``(segment, key)`` of an entity IRI, e.g. the segment and ``imagenet``."""
     if not iri.startswith(ID_PREFIX):
         return None
     segment, _, key = iri[len(ID_PREFIX) :].partition("/")
@@ -114,7 +122,7 @@ class ResultsIndex:
         for r in rows(run(store, "papers")):
             self.papers[r["paper"].value] = PaperLinks(_py(r.get("title")))
         for r in rows(run(store, "store/result-index")):
-            role = _ENTITY_EDGES.get(r["predicate"].value)
+            role = _ROLES.get(r["predicate"].value)
             paper = self.papers.get(r["paper"].value)
             if role is not None and paper is not None:
                 paper.links[role].add(r["entity"].value)
@@ -129,10 +137,10 @@ class ResultsIndex:
                     v["valueText"],
                     v["valueStart"],
                     v["valueEnd"],
-                    v.get("metric"),
-                    v.get("dataset"),
-                    v.get("task"),
-                    v.get("method"),
+                    v.get("resultMetric"),
+                    v.get("resultDataset"),
+                    v.get("resultTask"),
+                    v.get("resultMethod"),
                     v["proposed"],
                     v["relative"],
                     v["claimText"],
@@ -220,7 +228,7 @@ class ResultsIndex:
             if (dataset and d != dataset) or (metric and m != metric) or len(results) < min_results:
                 continue
             if tasks is not None and not any(
-                r.task in tasks or tasks & self.papers[r.paper].links.get("tasks", set())
+                r.task in tasks or tasks & self.papers[r.paper].links.get(_TASK_ROLE, set())
                 for r in results
                 if r.paper in self.papers
             ):
@@ -230,15 +238,15 @@ class ResultsIndex:
             dk, mk = entity_key(d), entity_key(m)
             items.append(
                 {
-                    "dataset": self.ref(d),
-                    "metric": {**self.ref(m), "higher_is_better": self.direction.get(m)},
-                    "task": self.ref(top_task),
+                    DATASET: self.ref(d),
+                    METRIC: {**self.ref(m), "higher_is_better": self.direction.get(m)},
+                    TASK: self.ref(top_task),
                     "results": len(results),
                     "href": f"/leaderboards/{dk[1] if dk else d}/{mk[1] if mk else m}",
                 }
             )
         items.sort(
-            key=lambda i: (-i["results"], i["dataset"]["label"] or "", i["metric"]["label"] or "")
+            key=lambda i: (-i["results"], i[DATASET]["label"] or "", i[METRIC]["label"] or "")
         )
         return items
 
@@ -265,15 +273,15 @@ class ResultsIndex:
                 {
                     "rank": rank,
                     "value": {"number": r.number, "unit": r.unit, "text": r.text},
-                    "method": self.ref(r.method),
+                    METHOD: self.ref(r.method),
                     "proposed": r.proposed,
                     "paper": self.paper_ref(r.paper),
                     "claim": {"text": r.claim_text, "start": r.claim_start, "end": r.claim_end},
                 }
             )
         return {
-            "dataset": self.ref(dataset),
-            "metric": self.ref(metric),
+            DATASET: self.ref(dataset),
+            METRIC: self.ref(metric),
             "higher_is_better": higher,
             "items": items,
         }
@@ -331,16 +339,13 @@ class ResultsIndex:
             out.append(
                 {
                     "paper": self.paper_ref(iri),
-                    "tasks": refs("tasks"),
-                    "proposed_methods": refs("proposed_methods"),
-                    "datasets": refs("datasets"),
-                    "metrics": refs("metrics"),
+                    **{role: refs(role) for role in _COMPARE_ROLES},
                     "results": [
                         {
                             "value": {"number": r.number, "unit": r.unit, "text": r.text},
                             "metric": self.ref(r.metric),
                             "dataset": self.ref(r.dataset),
-                            "method": self.ref(r.method),
+                            METHOD: self.ref(r.method),
                             "proposed": r.proposed,
                             "relative": r.relative,
                             "claim": {

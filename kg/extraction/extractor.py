@@ -29,7 +29,7 @@ from kg.extraction.canonical import (
     singular,
 )
 from kg.extraction.components import lexicon_v1, read_patterns
-from kg.extraction.results import assemble_results
+from kg.extraction.result_assembly import assemble_results
 from kg.extraction.values import find_values
 from kg.model import Claim, ClaimKind, Entity, EntityType, Mention, PaperExtraction, Record, Value
 from kg.vocab import entity_iri

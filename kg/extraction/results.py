@@ -14,31 +14,27 @@ the metric phrase it measures, from the syntax around it:
 
 It also marks relative changes ("+5.48%", "×46", "by 30%", "30% fewer") and
 numbers of a baseline ("from 55.2% …", "vs. 37%"). The word lists are data
-(``patterns/results.json``). :func:`assemble_results` then turns the marks
-into :class:`~kg.model.Result` records with the paper's entities.
+(``patterns/results.json``). :func:`kg.extraction.result_assembly.assemble_results`
+turns the marks into :class:`~kg.model.Result` records with the paper's entities.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from importlib import resources
 
 from spacy.language import Language
 from spacy.tokens import Doc, Span, Token
 from spacy.util import registry
 
-from kg import latex
-from kg.extraction.canonical import canonical_key, display_label
 from kg.extraction.spans import LEADING_DROP
 from kg.extraction.values import find_values
-from kg.model import Claim, Entity, EntityType, Result, Value
 
 if not Doc.has_extension("kg_results"):
     Doc.set_extension("kg_results", default=None)
 
-_BARE = re.compile(r"[+\-−±]?\d+(?:\.\d+)?")
+BARE_NUMBER = re.compile(r"[+\-−±]?\d+(?:\.\d+)?")
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _COMPARATIVES = frozenset(["less", "more", "fewer", "greater", "higher", "lower", "rather"])
 _AT_K = re.compile(r"(?:pass|recall|hit|acc|precision|ndcg|success)@\d+", re.IGNORECASE)
@@ -148,7 +144,7 @@ class ResultFinder:
                 j += 1
                 continue
             break
-        if j == start or _BARE.fullmatch(doc[start:j].text):
+        if j == start or BARE_NUMBER.fullmatch(doc[start:j].text):
             return None
         if j < sent.end and doc[j].lower_ in self.dataset_heads:
             j += 1
@@ -311,7 +307,7 @@ class ResultFinder:
             out.append((span, v.unit, False, sent.start_char + v.start, sent.start_char + v.end))
             taken.update(range(span.start, span.end))
         for tok in sent:
-            if tok.i in taken or not _BARE.fullmatch(tok.text):
+            if tok.i in taken or not BARE_NUMBER.fullmatch(tok.text):
                 continue
             if _YEAR.fullmatch(tok.text):
                 continue
@@ -415,135 +411,3 @@ class ResultFinder:
 def make_results(nlp: Language, name: str, *, words: dict[str, list[str]]) -> ResultFinder:
     """Tie each number of a claim sentence to its metric and mark relative changes."""
     return ResultFinder(nlp, name, words=words)
-
-
-# ---------------------------------------------------------------- assembly
-
-
-def assemble_results(
-    doc: Doc,
-    cleaned: latex.Cleaned,
-    abstract: str,
-    claims: list[Claim],
-    entities: list[Entity],
-    identity: Callable[[Span], tuple[str, str, list[str]]],
-) -> list[Result]:
-    """The :class:`Result` records of a paper from the marks of ``kg_results``.
-
-    ``identity`` is the assembly's key/label/aliases resolver, so that a metric
-    written as a defined acronym ("ASR") meets its long form.
-    """
-    proposed = [e for e in entities if e.proposed]
-    resolve = _Resolver(cleaned, entities, identity)
-    results: list[Result] = []
-    for vs_c, ve_c, ms, me, relative, baseline, ds, de in doc._.kg_results or []:
-        vs, ve = cleaned.to_original(vs_c, ve_c)
-        index = next((i for i, c in enumerate(claims) if c.start <= vs and ve <= c.end), None)
-        if index is None:
-            continue
-        claim = claims[index]
-        text = abstract[vs:ve]
-        value = next((v for v in claim.values if v.start == vs and v.end == ve), None)
-        if value is None:
-            bare = _BARE.search(latex.clean(text).text)
-            if bare is None:
-                continue
-            value = Value(text, float(bare.group().replace("−", "-").lstrip("+±")), None, vs, ve)
-        if value.number is None:
-            continue
-        metric = resolve(doc[ms:me], EntityType.METRIC) if ms >= 0 else None
-        in_sentence = [
-            e
-            for e in entities
-            if any(
-                claim.sentence_start <= m.start and m.end <= claim.sentence_end for m in e.mentions
-            )
-        ]
-        dataset = resolve(doc[ds:de], EntityType.DATASET) if ds >= 0 else None
-        dataset = dataset or _nearest(in_sentence, EntityType.DATASET, vs)
-        task = _nearest(in_sentence, EntityType.TASK, vs)
-        if baseline:
-            method = claim.baseline
-            is_proposed = False
-        else:
-            subject = claim.subject
-            if subject is not None and subject.type is EntityType.METHOD:
-                method = subject
-            else:
-                method = proposed[0] if proposed else None
-            is_proposed = bool(method is not None and method.proposed)
-        results.append(
-            Result(
-                value=value,
-                claim=claim,
-                claim_index=index,
-                metric=metric,
-                dataset=dataset,
-                task=task,
-                method=method,
-                proposed=is_proposed,
-                relative=relative,
-                metric_text=display_label(doc[ms:me].text) if metric is not None else None,
-                confidence=0.7 if metric is not None else 0.4,
-            )
-        )
-    return results
-
-
-class _Resolver:
-    """The entity a span of a result names: the paper's entity of that type that
-    covers it, else a node of its own (what the recogniser missed or mistyped)."""
-
-    def __init__(
-        self,
-        cleaned: latex.Cleaned,
-        entities: list[Entity],
-        identity: Callable[[Span], tuple[str, str, list[str]]],
-    ) -> None:
-        self.cleaned = cleaned
-        self.entities = entities
-        self.identity = identity
-        self.by_key = {(e.type, e.key): e for e in entities}
-
-    def __call__(self, span: Span, kind: EntityType) -> Entity | None:
-        from kg.vocab import entity_iri
-
-        start, end = self.cleaned.to_original(span.start_char, span.end_char)
-        covering = [
-            e for e in self.entities if any(m.start <= start and end <= m.end for m in e.mentions)
-        ]
-        found = next((e for e in covering if e.type is kind), None)
-        if found is not None:
-            return found
-        if kind is EntityType.DATASET and any(e.proposed for e in covering):
-            return None  # "on X" naming the paper's own method is no dataset
-        key, label, aliases = self.identity(span)
-        if not key:
-            key, label, aliases = canonical_key(span.text), display_label(span.text), []
-        if not key:
-            return None
-        entity = self.by_key.get((kind, key))
-        if entity is None:
-            entity = Entity(
-                kind,
-                key,
-                label,
-                entity_iri(kind.value, key),
-                aliases=aliases,
-                component="kg_results",
-                confidence=0.6,
-            )
-            self.by_key[(kind, key)] = entity
-        return entity
-
-
-def _nearest(entities: list[Entity], kind: EntityType, at: int) -> Entity | None:
-    best: tuple[int, Entity] | None = None
-    for e in entities:
-        if e.type is not kind:
-            continue
-        for m in e.mentions:
-            d = abs(m.start - at)
-            if best is None or d < best[0]:
-                best = (d, e)
-    return best[1] if best is not None else None

@@ -94,7 +94,7 @@
     return el("div", {},
       el("h1", { class: "view-title" }, `${label(body.dataset)} · ${label(body.metric)}`),
       el("table", { class: "board", id: "leaderboard" },
-        el("tr", {}, el("th", {}, "#"), el("th", {}, "Value"), el("th", {}, "Method"),
+        el("tr", {}, el("th", {}, "#"), el("th", {}, "Value"), el("th", {}, "Model or method"),
           el("th", {}, "Paper"), el("th", {}, "Sentence")),
         body.items.map((r) => el("tr", {},
           el("td", { class: "num" }, r.rank),
@@ -131,11 +131,15 @@
       ["Tasks", "tasks"], ["Proposes", "proposed_methods"], ["Datasets", "datasets"], ["Metrics", "metrics"],
     ];
     const chips = (refs, type) => refs.map((r) => el("span", { class: "chip " + type }, label(r)));
-    const types = { tasks: "Task", proposed_methods: "Method", datasets: "Dataset", metrics: "Metric" };
+    // The chip colour is the entity type: "proposed_xs" and "xs" hold entities of type "X".
+    const typeOf = (field) => {
+      const base = field.replace(/^proposed_/, "").replace(/s$/, "");
+      return base.charAt(0).toUpperCase() + base.slice(1);
+    };
     return el("table", { class: "board", id: "compare" },
       el("tr", {}, el("th", {}, ""), body.items.map((i) => el("th", {}, paperLink(i.paper)))),
       rows.map(([title, field]) => el("tr", {}, el("th", {}, title),
-        body.items.map((i) => el("td", {}, chips(i[field], types[field]))))),
+        body.items.map((i) => el("td", {}, chips(i[field], typeOf(field)))))),
       el("tr", {}, el("th", {}, "Results"), body.items.map((i) => el("td", {},
         i.results.map((r) => el("div", {},
           el("strong", {}, r.value.text), " ", label(r.metric),

@@ -1,0 +1,149 @@
+"""Result records from the marks of the ``kg_results`` component.
+
+:func:`assemble_results` turns each ``doc._.kg_results`` mark into a
+:class:`~kg.model.Result`: the value as written in the abstract, the metric and
+dataset nodes its spans name (the paper's own entity when one covers the span,
+else a node of its own), the task named nearest in the sentence, and the method:
+the claim's baseline for a baseline's number, else the claim's subject or the
+paper's proposed method.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from spacy.tokens import Doc, Span
+
+from kg import latex
+from kg.extraction.canonical import canonical_key, display_label
+from kg.extraction.results import BARE_NUMBER
+from kg.model import Claim, Entity, EntityType, Result, Value
+
+
+def assemble_results(
+    doc: Doc,
+    cleaned: latex.Cleaned,
+    abstract: str,
+    claims: list[Claim],
+    entities: list[Entity],
+    identity: Callable[[Span], tuple[str, str, list[str]]],
+) -> list[Result]:
+    """The :class:`Result` records of a paper from the marks of ``kg_results``.
+
+    ``identity`` is the assembly's key/label/aliases resolver, so that a metric
+    written as a defined acronym ("ASR") meets its long form.
+    """
+    proposed = [e for e in entities if e.proposed]
+    resolve = _Resolver(cleaned, entities, identity)
+    results: list[Result] = []
+    for vs_c, ve_c, ms, me, relative, baseline, ds, de in doc._.kg_results or []:
+        vs, ve = cleaned.to_original(vs_c, ve_c)
+        index = next((i for i, c in enumerate(claims) if c.start <= vs and ve <= c.end), None)
+        if index is None:
+            continue
+        claim = claims[index]
+        text = abstract[vs:ve]
+        value = next((v for v in claim.values if v.start == vs and v.end == ve), None)
+        if value is None:
+            bare = BARE_NUMBER.search(latex.clean(text).text)
+            if bare is None:
+                continue
+            value = Value(text, float(bare.group().replace("−", "-").lstrip("+±")), None, vs, ve)
+        if value.number is None:
+            continue
+        metric = resolve(doc[ms:me], EntityType.METRIC) if ms >= 0 else None
+        in_sentence = [
+            e
+            for e in entities
+            if any(
+                claim.sentence_start <= m.start and m.end <= claim.sentence_end for m in e.mentions
+            )
+        ]
+        dataset = resolve(doc[ds:de], EntityType.DATASET) if ds >= 0 else None
+        dataset = dataset or _nearest(in_sentence, EntityType.DATASET, vs)
+        task = _nearest(in_sentence, EntityType.TASK, vs)
+        if baseline:
+            method = claim.baseline
+            is_proposed = False
+        else:
+            subject = claim.subject
+            if subject is not None and subject.type is EntityType.METHOD:
+                method = subject
+            else:
+                method = proposed[0] if proposed else None
+            is_proposed = bool(method is not None and method.proposed)
+        results.append(
+            Result(
+                value=value,
+                claim=claim,
+                claim_index=index,
+                metric=metric,
+                dataset=dataset,
+                task=task,
+                method=method,
+                proposed=is_proposed,
+                relative=relative,
+                metric_text=display_label(doc[ms:me].text) if metric is not None else None,
+                confidence=0.7 if metric is not None else 0.4,
+            )
+        )
+    return results
+
+
+class _Resolver:
+    """The entity a span of a result names: the paper's entity of that type that
+    covers it, else a node of its own (what the recogniser missed or mistyped)."""
+
+    def __init__(
+        self,
+        cleaned: latex.Cleaned,
+        entities: list[Entity],
+        identity: Callable[[Span], tuple[str, str, list[str]]],
+    ) -> None:
+        self.cleaned = cleaned
+        self.entities = entities
+        self.identity = identity
+        self.by_key = {(e.type, e.key): e for e in entities}
+
+    def __call__(self, span: Span, kind: EntityType) -> Entity | None:
+        from kg.vocab import entity_iri
+
+        start, end = self.cleaned.to_original(span.start_char, span.end_char)
+        covering = [
+            e for e in self.entities if any(m.start <= start and end <= m.end for m in e.mentions)
+        ]
+        found = next((e for e in covering if e.type is kind), None)
+        if found is not None:
+            return found
+        if kind is EntityType.DATASET and any(e.proposed for e in covering):
+            return None  # "on X" naming the paper's own method is no dataset
+        key, label, aliases = self.identity(span)
+        if not key:
+            key, label, aliases = canonical_key(span.text), display_label(span.text), []
+        if not key:
+            return None
+        entity = self.by_key.get((kind, key))
+        if entity is None:
+            entity = Entity(
+                kind,
+                key,
+                label,
+                entity_iri(kind.value, key),
+                aliases=aliases,
+                component="kg_results",
+                confidence=0.6,
+            )
+            self.by_key[(kind, key)] = entity
+        return entity
+
+
+def _nearest(entities: list[Entity], kind: EntityType, at: int) -> Entity | None:
+    best: tuple[int, Entity] | None = None
+    for e in entities:
+        if e.type is not kind:
+            continue
+        for m in e.mentions:
+            d = abs(m.start - at)
+            if best is None or d < best[0]:
+                best = (d, e)
+    return best[1] if best is not None else None
