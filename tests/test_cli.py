@@ -27,7 +27,9 @@ EXTRACT_KEYS = {
     "datasets",
     "metrics",
     "claims",
+    "results",
 }
+RESULT_KEYS = {"value", "metric", "dataset", "task", "method", "proposed", "relative", "claim"}
 ENTITY_KEYS = {"label", "iri", "mentions"}
 CLAIM_KEYS = {
     "text", "start", "end", "kind", "subject", "values", "metric", "dataset", "baseline",
@@ -63,6 +65,10 @@ def test_extract_prints_37_objects_in_the_documented_shape() -> None:
             assert obj["abstract"][claim["start"] : claim["end"]] == claim["text"]
             for value in claim["values"]:
                 assert set(value) == {"text", "number", "unit"}
+        for result in obj["results"]:
+            assert set(result) == RESULT_KEYS
+            value = result["value"]
+            assert obj["abstract"][value["start"] : value["end"]] == value["text"]
 
 
 def test_ingest_query_stats_export_validate(tmp_path: Path) -> None:
