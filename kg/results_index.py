@@ -242,7 +242,8 @@ class ResultsIndex:
                     METRIC: {**self.ref(m), "higher_is_better": self.direction.get(m)},
                     TASK: self.ref(top_task),
                     "results": len(results),
-                    "href": f"/leaderboards/{dk[1] if dk else d}/{mk[1] if mk else m}",
+                    "href": "/leaderboards/"
+                    + "/".join(quote(k[1] if k else i, safe="-._~") for k, i in ((dk, d), (mk, m))),
                 }
             )
         items.sort(

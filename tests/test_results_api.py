@@ -82,6 +82,8 @@ def test_leaderboards_list_one_item_per_dataset_and_metric(client: TestClient) -
     imagenet = boards[("ImageNet", "top-1 accuracy")]
     assert imagenet["results"] == 3 and imagenet["metric"]["higher_is_better"] is True
     assert imagenet["href"] == "/leaderboards/imagenet/top1-accuracy"
+    fid = boards[("CIFAR-10", "Fréchet inception distance")]
+    assert fid["href"] == "/leaderboards/cifar10/fr%C3%A9chet-inception-distance"  # encoded
     assert boards[("CIFAR-10", "Fréchet inception distance")]["metric"]["higher_is_better"] is False
     # a relative change (+12% on D4RL) is no leaderboard entry
     all_boards = get(client, "/leaderboards")["items"]
