@@ -112,7 +112,17 @@ class _Resolver:
         covering = [
             e for e in self.entities if any(m.start <= start and end <= m.end for m in e.mentions)
         ]
-        found = next((e for e in covering if e.type is kind), None)
+        # The paper's own entity only when it names exactly this span: a longer
+        # mention ("state-of-the-art FID", "the MBPP benchmark") would split a
+        # leaderboard by its wording.
+        found = next(
+            (
+                e
+                for e in covering
+                if e.type is kind and any((m.start, m.end) == (start, end) for m in e.mentions)
+            ),
+            None,
+        )
         if found is not None:
             return found
         if kind is EntityType.DATASET and any(e.proposed for e in covering):

@@ -71,7 +71,6 @@ class ResultFinder:
         self.improvement = frozenset(words["improvement_words"])
         self.metric_drop = frozenset(words["metric_drop"])
         self.dataset_cues = frozenset(words["dataset_cues"])
-        self.dataset_heads = frozenset(words["dataset_heads"])
         self.not_units = frozenset(words["not_units"])
 
     # ------------------------------------------------------------ metric phrases
@@ -146,8 +145,7 @@ class ResultFinder:
             break
         if j == start or BARE_NUMBER.fullmatch(doc[start:j].text):
             return None
-        if j < sent.end and doc[j].lower_ in self.dataset_heads:
-            j += 1
+        # "the MBPP benchmark" names MBPP: the head word stays out of the name
         return doc[start:j]
 
     def _dataset(self, doc: Doc, span: Span, metric: Span | None, sent: Span) -> Span | None:
