@@ -172,10 +172,7 @@ class Extractor:
         # log names it so the fault can be found and the paper re-ingested.
         log.error(
             "extraction failed for %s record %d (id %s): %s; stored without entities",
-            record.source or "input",
-            record.record,
-            record.id,
-            why,
+            record.source or "input", record.record, record.id, why,
         )
         return PaperExtraction(record, [], [], EXTRACTOR_VERSION)
 
