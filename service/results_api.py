@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 
+from kg.read.papers import resolve_paper_id
 from kg.results_index import ResultsIndex, ResultsIndexCache
 from kg.vocab import paper_iri
 from service.deps import get_store
@@ -129,10 +130,12 @@ def related_papers(
     """Papers sharing tasks, methods or datasets, by summed IDF of what they
     share (rare entities weigh more), each with the shared entities; never itself."""
     index = results_index(request)
-    items = index.related(paper_iri(paper_id).value, limit)
+    # The id may be the one the paper's source gave (kg:sourceId).
+    iri = paper_iri(resolve_paper_id(get_store(request), paper_id)).value
+    items = index.related(iri, limit)
     if items is None:
         raise NotFound(f"no paper {paper_id!r}", parameter="paper_id")
-    return JSONResponse({"paper": index.paper_ref(paper_iri(paper_id).value), "items": items})
+    return JSONResponse({"paper": index.paper_ref(iri), "items": items})
 
 
 @router.get("/compare", tags=["results"], summary="Compare papers side by side")
@@ -150,7 +153,9 @@ def compare(
     if len(ids) > MAX_COMPARE:
         raise InvalidParameter(f"at most {MAX_COMPARE} papers", parameter="papers")
     index = results_index(request)
-    missing = [p for p in ids if paper_iri(p).value not in index.papers]
+    store = get_store(request)
+    iris = {p: paper_iri(resolve_paper_id(store, p)).value for p in ids}
+    missing = [p for p in ids if iris[p] not in index.papers]
     if missing:
         raise NotFound(f"no paper {', '.join(map(repr, missing))}", parameter="papers")
-    return JSONResponse({"items": index.compare(paper_iri(p).value for p in dict.fromkeys(ids))})
+    return JSONResponse({"items": index.compare(dict.fromkeys(iris[p] for p in ids))})
