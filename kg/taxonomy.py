@@ -22,6 +22,7 @@ from urllib.parse import unquote
 
 from pyoxigraph import NamedNode, Quad
 
+from kg.index import DERIVED_UPDATE
 from kg.queries import rows, run
 from kg.store import GraphStore
 from kg.vocab import BASE, ID_PREFIX, SKOS
@@ -71,7 +72,8 @@ def derive_taxonomy(store: GraphStore) -> int:
     # stored task IRIs by kg.vocab: no raw input reaches the update text.
     body = " ".join(f"{q.subject} {q.predicate} {q.object} ." for q in quads)
     store.update(
-        f"DROP SILENT GRAPH {TAXONOMY_GRAPH} ;\n"
+        DERIVED_UPDATE
+        + f"DROP SILENT GRAPH {TAXONOMY_GRAPH} ;\n"
         + (f"INSERT DATA {{ GRAPH {TAXONOMY_GRAPH} {{ {body} }} }}" if body else "")
     )
     return len(quads) // 2

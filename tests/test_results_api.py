@@ -238,3 +238,15 @@ def test_paper_page_shows_results_and_related_papers(client: TestClient) -> None
     html = response.text
     assert "<h2>Results</h2>" in html and "84.7%" in html and "top-1 accuracy" in html
     assert "<h2>Related papers</h2>" in html and "/id/paper/beta" in html
+
+
+def test_deriving_the_taxonomy_keeps_the_search_index_fresh(store_path: Path) -> None:
+    from kg.index import index_of
+    from kg.store import open_store
+
+    store = open_store(store_path, read_only=True)
+    try:
+        index = index_of(store)
+        assert index is None or index.state() != "stale"
+    finally:
+        store.close()

@@ -42,6 +42,11 @@ __all__ = [
 ]
 
 
+DERIVED_UPDATE = "# kg: derived graph only\n"
+"""The first line of a SPARQL update that writes only a graph derived from the
+papers and not held by the index (the task taxonomy): it leaves the index fresh."""
+
+
 def index_path(location: str) -> Path:
     """Where the index of a store lives: ``KG_INDEX``, else beside a store
     directory (``<dir>.index.sqlite``), else (a remote store) under the user's
@@ -128,7 +133,12 @@ class IndexedStore:
         return result[0]
 
     def update(self, sparql: str) -> None:
-        """A SPARQL update can change anything: the index is stale afterwards."""
+        """A SPARQL update can change anything: the index is stale afterwards,
+        unless it says it writes only a derived graph the index does not hold
+        (:data:`DERIVED_UPDATE`, e.g. the task taxonomy)."""
+        if sparql.startswith(DERIVED_UPDATE):
+            self._store.update(sparql)
+            return
         try:
             self._store.update(sparql)
         finally:

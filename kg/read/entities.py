@@ -87,8 +87,9 @@ def entity_detail(
     if index is not None:
         from kg.read import indexed
 
-        return indexed.entity_detail(index, store, type_name, key, papers_limit=papers_limit,
-                                     related_limit=related_limit)
+        found = indexed.entity_detail(index, store, type_name, key, papers_limit=papers_limit,
+                                      related_limit=related_limit)
+        return _with_task_tree(store, type_name, found)
     iri = entity_iri(schema.kind(type_name).name, key)
     head = first(store, "entity", entity=iri)
     if head is None or head["type"].value != TYPES[type_name].value:
@@ -112,12 +113,20 @@ def entity_detail(
             group.append(row)
     related = {group: with_labels(store, rows, var="other") for group, rows in kept.items()}
     out["related"] = related
-    if type_name == "task":
-        for relation in ("broader", "narrower"):
-            out[relation] = []
-        for s in solutions(store, "task-hierarchy", task=iri):
-            relation = s["relation"].value.rsplit("#", 1)[-1]
-            out[relation].append(entity_ref(s["other"].value, TYPES["task"], s["label"]))
+    return _with_task_tree(store, type_name, out)
+
+
+def _with_task_tree(
+    store: GraphStore, type_name: str, out: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """A task's detail with the tasks directly ``broader`` and ``narrower`` than it."""
+    if out is None or type_name != "task":
+        return out
+    for relation in ("broader", "narrower"):
+        out[relation] = []
+    for s in solutions(store, "task-hierarchy", task=out["iri"]):
+        relation = s["relation"].value.rsplit("#", 1)[-1]
+        out[relation].append(entity_ref(s["other"].value, TYPES["task"], s["label"]))
     return out
 
 
