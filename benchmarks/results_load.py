@@ -46,8 +46,15 @@ def main() -> None:
     with running_server(args.store, env={"KG_LOG_LEVEL": "warning"}) as base:
         started = time.perf_counter()
         boards = _get(base + "/leaderboards?min_results=3&limit=100")
-        print(json.dumps({"index_build_s": round(time.perf_counter() - started, 3),
-                          "leaderboards_min3": boards["total"]}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "index_build_s": round(time.perf_counter() - started, 3),
+                    "leaderboards_min3": boards["total"],
+                }
+            ),
+            flush=True,
+        )
         top = boards["items"][0]
         board = _get(base + top["href"])
         paper = board["items"][0]["paper"]["id"]
