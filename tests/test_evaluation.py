@@ -122,9 +122,12 @@ def test_scores_on_the_shared_gold(extractor) -> None:  # noqa: ANN001
     fields = report.fields
     # Floors a little under the measured figures (benchmarks/quality.md): a regression alarm.
     assert fields["proposed"]["lenient"].f1 >= 0.85
-    assert fields["tasks"]["lenient"].f1 >= 0.65
-    assert fields["methods"]["lenient"].f1 >= 0.62
-    assert fields["datasets"]["lenient"].f1 >= 0.8
+    # Extractor 0.4.0 (the learned typer, chosen on iclr-dev) measures tasks 0.62,
+    # methods 0.61, datasets 0.71, metrics 0.77 here (0.3.0, tuned on this sample:
+    # 0.755, 0.705, 0.941, 0.802).
+    assert fields["tasks"]["lenient"].f1 >= 0.58
+    assert fields["methods"]["lenient"].f1 >= 0.57
+    assert fields["datasets"]["lenient"].f1 >= 0.65
     assert fields["metrics"]["lenient"].f1 >= 0.7
     assert fields["claims"]["lenient"].f1 >= 0.7
     assert report.claim_values_correct / report.claim_values_total >= 0.9

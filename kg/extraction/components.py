@@ -35,6 +35,7 @@ from kg.extraction.abbreviations import find_abbreviations
 from kg.extraction.canonical import is_acronym
 from kg.extraction.claims import ClaimDetector
 from kg.extraction.entities import EntityCollector
+from kg.extraction.learned import TYPER_DIR, CandidateTyper, TyperModel
 from kg.extraction.proposals import ProposalDetector
 
 if not Doc.has_extension("kg_abbreviations"):
@@ -194,12 +195,19 @@ def make_entities(
 
 @Language.factory(
     "kg_proposed",
-    default_config={"triggers": {"@misc": "kg.proposal_triggers.v1"}, "max_per_doc": 4},
+    default_config={
+        "triggers": {"@misc": "kg.proposal_triggers.v1"},
+        "max_per_doc": 4,
+    },
     assigns=["doc.spans"],
     requires=["token.dep", "token.pos"],
 )
 def make_proposed(
-    nlp: Language, name: str, *, triggers: list[dict[str, Any]], max_per_doc: int
+    nlp: Language,
+    name: str,
+    *,
+    triggers: list[dict[str, Any]],
+    max_per_doc: int,
 ) -> ProposalDetector:
     """Find the methods, models or benchmarks the paper itself introduces."""
     return ProposalDetector(nlp, name, triggers=triggers, max_per_doc=max_per_doc)
@@ -216,3 +224,55 @@ def make_proposed(
 def make_claims(nlp: Language, name: str, *, cues: list[dict[str, Any]]) -> ClaimDetector:
     """Label claim sentences with a kind (contribution, performance, …)."""
     return ClaimDetector(nlp, name, cues=cues)
+
+
+# ---------------------------------------------------------------- learned typer
+
+
+@registry.misc("kg.typer_model.v1")
+def typer_model_v1() -> TyperModel | None:
+    """The shipped typer weights (``kg/extraction/typer/``), or None when absent."""
+    return TyperModel.load(TYPER_DIR) if (TYPER_DIR / "weights.npz").exists() else None
+
+
+@Language.factory(
+    "kg_typer",
+    default_config={
+        "model": {"@misc": "kg.typer_model.v1"},
+        "threshold": 0.5,
+        "scale": {"Metric": 2.0, "Dataset": 1.5},
+        "proposals": "union",
+        "proposed_threshold": 0.85,
+        "keep_lexicon": ["Dataset", "Metric", "Method"],
+    },
+    assigns=["doc.spans"],
+    requires=["token.dep", "token.pos"],
+)
+def make_typer(
+    nlp: Language,
+    name: str,
+    *,
+    model: TyperModel | None,
+    threshold: float,
+    scale: dict[str, float],
+    proposals: str,
+    proposed_threshold: float,
+    keep_lexicon: list[str],
+) -> CandidateTyper:
+    """Decide which candidate phrases are tasks, methods, datasets, metrics or proposals.
+
+    The defaults were chosen on ``iclr-dev.jsonl`` (see benchmarks/quality.md):
+    ``threshold`` on 1 - P(O), ``scale`` multiplies a class's probability (datasets
+    and metrics are rarer among candidates than in the gold), ``proposals`` "union"
+    adds the model's Proposed decisions above ``proposed_threshold`` to the rules';
+    lexicon matches of the ``keep_lexicon`` types are kept whatever the model says.
+    """
+    return CandidateTyper(
+        name,
+        model=model,
+        threshold=threshold,
+        scale=scale,
+        proposals=proposals,
+        proposed_threshold=proposed_threshold,
+        keep_lexicon=tuple(keep_lexicon),
+    )

