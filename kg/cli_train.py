@@ -68,20 +68,44 @@ def eval_(
         click.echo(json.dumps(scores, indent=2) if as_json else scierc_table(scores))
 
 
+SCIERC_IN_SHARED = Path("data/scierc")
+TYPER_GOLD_IN_SHARED = Path("gold/iclr-train.jsonl")
+ICLR_TEXTS_IN_SHARED = Path("data/iclr2026_abstracts/iclr2026_accepted_abstracts.jsonl")
+
+
 @click.command()
 @click.option(
-    "--scierc-dir",
-    required=True,
+    "--shared",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Directory with SciERC train.jsonl and dev.jsonl.",
+    help="The shared data directory (../shared): train every shipped model as shipped "
+    "(the recogniser on SciERC train + dev, then the typer on the ICLR train gold).",
+)
+@click.option(
+    "--scierc-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Directory with SciERC train.jsonl and dev.jsonl (default: in --shared).",
+)
+@click.option(
+    "--only",
+    type=click.Choice(["recogniser", "typer"]),
+    default=None,
+    help="Train one model only (default: both with --shared, the recogniser without).",
 )
 @click.option(
     "--output",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("kg-recogniser"),
     show_default=True,
-    help="Directory to write the model to (relative to the current directory). The "
+    help="Directory to write the recogniser to (relative to the current directory). The "
     "installed model is replaced only when asked: --output kg/extraction/model.",
+)
+@click.option(
+    "--typer-output",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("kg-typer"),
+    show_default=True,
+    help="Directory to write the typer to; the installed one is replaced only when "
+    "asked: --typer-output kg/extraction/typer.",
 )
 @click.option("--epochs", default=70, show_default=True)
 @click.option("--seed", default=0, show_default=True)
@@ -104,8 +128,11 @@ def eval_(
 @click.option("--dropout", default=0.25, show_default=True)
 @click.option("--patience", default=15, show_default=True)
 def train(
-    scierc_dir: Path,
+    shared: Path | None,
+    scierc_dir: Path | None,
+    only: str | None,
     output: Path,
+    typer_output: Path,
     epochs: int,
     seed: int,
     include_dev: bool,
@@ -115,22 +142,49 @@ def train(
     dropout: float,
     patience: int,
 ) -> None:
-    """Train the entity recogniser on SciERC (see docs/extraction.md)."""
-    from kg.training import train as run_train
+    """Train the extractor's models (see docs/extraction.md).
 
-    best = run_train(
-        scierc_dir / "train.jsonl",
-        scierc_dir / "dev.jsonl",
-        output,
-        epochs=epochs,
-        seed=seed,
-        include_dev=include_dev,
-        architecture=architecture,
-        width=width,
-        learn_rate=learn_rate,
-        dropout=dropout,
-        patience=patience,
-        log=lambda line: click.echo(line, err=True),
-    )
-    click.echo(json.dumps({k: round(v, 4) for k, v in best.items()}))
-    click.echo(f"kg: model written to {output}", err=True)
+    ``kg train --shared ../shared`` reproduces both shipped models: the recogniser
+    (SciERC train + dev, 70 epochs) and then the typer, whose features include
+    the recogniser's spans (ICLR train gold).
+    """
+    from kg.extraction.extractor import MODEL_DIR
+
+    if shared is None and scierc_dir is None:
+        fail("give --shared DIR (every shipped model) or --scierc-dir DIR")
+    steps = [only] if only else (["recogniser", "typer"] if shared else ["recogniser"])
+    log = lambda line: click.echo(line, err=True)  # noqa: E731
+    if "recogniser" in steps:
+        from kg.training import train as run_train
+
+        scierc_dir = scierc_dir or shared / SCIERC_IN_SHARED  # type: ignore[operator]
+        best = run_train(
+            scierc_dir / "train.jsonl",
+            scierc_dir / "dev.jsonl",
+            output,
+            epochs=epochs,
+            seed=seed,
+            include_dev=include_dev or shared is not None,
+            architecture=architecture,
+            width=width,
+            learn_rate=learn_rate,
+            dropout=dropout,
+            patience=patience,
+            log=log,
+        )
+        click.echo(json.dumps({k: round(v, 4) for k, v in best.items()}))
+        click.echo(f"kg: model written to {output}", err=True)
+    if "typer" in steps:
+        from kg.typer_training import train_typer
+
+        if shared is None:
+            fail("the typer trains on the ICLR gold: give --shared DIR")
+        # The typer's features include the recogniser's spans: the one trained just
+        # now, else the installed one.
+        train_typer(
+            shared / TYPER_GOLD_IN_SHARED,
+            [shared / ICLR_TEXTS_IN_SHARED],
+            typer_output,
+            model_dir=output if "recogniser" in steps else MODEL_DIR,
+            log=log,
+        )

@@ -139,13 +139,17 @@ def train_typer(
     texts_paths: Iterable[str | Path],
     output: str | Path,
     *,
+    model_dir: Path | None = None,
     log: Callable[[str], None] = print,
 ) -> TyperModel:
-    """Train the typer on a gold file and write it to ``output`` (``kg train``)."""
-    from kg.extraction.extractor import Extractor
+    """Train the typer on a gold file and write it to ``output`` (``kg train``).
+
+    ``model_dir`` is the recogniser whose spans are features (default: the shipped one).
+    """
+    from kg.extraction.extractor import MODEL_DIR, Extractor
 
     rows = read_gold(gold_path, texts_paths)
-    nlp = Extractor(typer=None).nlp
+    nlp = Extractor(typer=None, model_dir=model_dir or MODEL_DIR).nlp
     feats, labels = featurise(nlp, rows)
     counts = {c: labels.count(i) for i, c in enumerate(CLASSES)}
     log(f"{len(rows)} gold abstracts, {len(feats)} candidate phrases: {counts}")

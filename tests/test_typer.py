@@ -1,0 +1,114 @@
+"""The learned candidate typer (``kg_typer``): gold alignment, fitting, ``kg train``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kg.cli import main
+from kg.extraction.extractor import Extractor, build_pipeline
+from kg.extraction.learned import CLASSES, TyperModel
+from kg.model import EntityType
+from kg.typer_training import featurise, fit, gold_classes, read_gold
+
+ABSTRACTS = {
+    "a1": "We propose FooNet, a network for image classification. FooNet beats ResNet-50 "
+    "by 3.2% accuracy on CIFAR-10 and on SVHN.",
+    "a2": "We introduce BarGAN for image generation. BarGAN improves FID on CelebA over "
+    "StyleGAN and reaches higher precision.",
+}
+GOLD = [
+    {
+        "id": "a1",
+        "proposed": [{"name": "FooNet", "long_form": None}],
+        "tasks": [["image classification"]],
+        "methods": [["ResNet-50"]],
+        "datasets": [["CIFAR-10"], ["SVHN"]],
+        "metrics": [["accuracy"]],
+        "claims": [],
+    },
+    {
+        "id": "a2",
+        "proposed": [{"name": "BarGAN", "long_form": None}],
+        "tasks": [["image generation"]],
+        "methods": [["StyleGAN"]],
+        "datasets": [["CelebA"]],
+        "metrics": [["FID"], ["precision"]],
+        "claims": [],
+    },
+]
+
+
+def _write(tmp_path: Path) -> tuple[Path, Path]:
+    texts = tmp_path / "texts.jsonl"
+    texts.write_text(
+        "".join(json.dumps({"forum_id": k, "abstract": v}) + "\n" for k, v in ABSTRACTS.items())
+    )
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(g) + "\n" for g in GOLD))
+    return gold, texts
+
+
+def test_gold_classes_fold_case_and_plural() -> None:
+    classes = gold_classes(
+        {
+            "proposed": [{"name": "PURGE", "long_form": "Policy Unlearning"}],
+            "tasks": [["LLM unlearning", "unlearning"]],
+            "metrics": [["success rates"]],
+        }
+    )
+    assert classes["purge"] == classes["policy-unlearning"] == "Proposed"
+    assert classes["unlearning"] == "Task"
+    assert classes["success-rate"] == "Metric"
+
+
+def test_read_gold_names_a_missing_abstract(tmp_path: Path) -> None:
+    gold, texts = _write(tmp_path)
+    texts.write_text(json.dumps({"forum_id": "a1", "abstract": ABSTRACTS["a1"]}) + "\n")
+    with pytest.raises(KeyError, match="a2"):
+        read_gold(gold, [texts])
+
+
+def test_fit_learns_the_gold_and_round_trips(tmp_path: Path) -> None:
+    gold, texts = _write(tmp_path)
+    rows = read_gold(gold, [texts])
+    nlp = Extractor(typer=None).nlp
+    feats, labels = featurise(nlp, rows)
+    assert CLASSES.index("Dataset") in labels and CLASSES.index("Proposed") in labels
+    model = fit(feats, labels, steps=200, min_count=1, log=lambda _: None)
+    model.save(tmp_path / "typer")
+    loaded = TyperModel.load(tmp_path / "typer")
+    probs = loaded.probabilities(feats)
+    # The training examples are fitted: every gold entity is its class's best guess.
+    for row, label in zip(probs, labels, strict=True):
+        if label:
+            assert row.argmax() == label
+    # The component reads the model and writes typed spans.
+    ex = Extractor(typer=loaded)
+    assert "kg_typer" in ex.nlp.pipe_names
+    paper = ex.extract_one(next(r for r in _records(texts) if r.id == "a1"))
+    assert "CIFAR-10" in {e.label for e in paper.of_type(EntityType.DATASET)}
+
+
+def _records(texts: Path):  # noqa: ANN202
+    from kg.model import Record
+    from kg.readers import read_paths
+
+    return [r for r in read_paths([texts]) if isinstance(r, Record)]
+
+
+def test_without_a_model_the_typer_is_left_out() -> None:
+    assert "kg_typer" not in build_pipeline(typer=None).pipe_names
+
+
+def test_kg_train_typer_needs_shared(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["train", "--only", "typer", "--scierc-dir", str(tmp_path)])
+    assert result.exit_code != 0 and "--shared" in result.output
+
+
+def test_kg_train_without_data_is_a_clear_error() -> None:
+    result = CliRunner().invoke(main, ["train"])
+    assert result.exit_code != 0 and "--shared" in result.output
