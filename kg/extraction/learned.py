@@ -48,6 +48,8 @@ class _Context:
     counts: dict[str, int]
     chunks: set[tuple[int, int]]
     sent_index: dict[int, int]
+    sent_flags: list[list[str]]
+    text: str
     rules: dict[tuple[int, int], str]
     rule_tokens: dict[int, str]
 
@@ -60,9 +62,16 @@ def context(doc: Doc) -> _Context:
     abbrs = doc._.kg_abbreviations or []
     proposed = {(s.start, s.end) for s in doc.spans.get("kg_proposed", [])}
     sent_index = {}
+    sent_flags = []
     for n, sent in enumerate(doc.sents):
         for i in range(sent.start, sent.end):
             sent_index[i] = n
+        flags = []
+        if any(t.lemma_ in _PROPOSE_LEMMAS and t.pos_ == "VERB" for t in sent):
+            flags.append("propose_sent")
+        if any(t.lower_ in ("we", "our") for t in sent):
+            flags.append("we_sent")
+        sent_flags.append(flags)
     counts: dict[str, int] = {}
     for tok in doc:
         counts[tok.lower_] = counts.get(tok.lower_, 0) + 1
@@ -77,6 +86,8 @@ def context(doc: Doc) -> _Context:
         counts=counts,
         chunks=set(),
         sent_index=sent_index,
+        sent_flags=sent_flags,
+        text=doc.text,  # Doc.text joins every token on each access
         rules={(s.start, s.end): s.label_ for s in doc.spans.get("kg_entities", [])},
         rule_tokens={
             i: s.label_ for s in doc.spans.get("kg_entities", []) for i in range(s.start, s.end)
@@ -189,13 +200,10 @@ def features(span: Span, ctx: _Context) -> list[str]:
     prep = f"prep={head.head.lower_}" if head.head.pos_ == "ADP" else "prep=#"
     f.append(f"{prep}_cap={'capital' in f}_digit={'digit' in f}")
     f.append(f"h={head.lower_}_len={min(len(span), 3)}")
-    if doc.text.count(span.text) > 1:
+    if ctx.text.count(span.text) > 1:
         f.append("repeated")
-    sent = span.sent
-    if any(t.lemma_ in _PROPOSE_LEMMAS and t.pos_ == "VERB" for t in sent):
-        f.append("propose_sent")
-    if any(t.lower_ in ("we", "our") for t in sent):
-        f.append("we_sent")
+    # Sentence-level flags are computed once per doc: span.sent walks the doc each time.
+    f += ctx.sent_flags[ctx.sent_index.get(span.start, 0)] if ctx.sent_flags else []
     return f
 
 
