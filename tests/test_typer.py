@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+import spacy
 from click.testing import CliRunner
 
 from kg.cli import main
 from kg.extraction.extractor import Extractor, build_pipeline
-from kg.extraction.learned import CLASSES, TyperModel
+from kg.extraction.learned import CLASSES, TyperModel, evaluative, is_model_name
 from kg.model import EntityType
 from kg.typer_training import featurise, fit, gold_classes, read_gold
 
@@ -112,3 +113,26 @@ def test_kg_train_typer_needs_shared(tmp_path: Path) -> None:
 def test_kg_train_without_data_is_a_clear_error() -> None:
     result = CliRunner().invoke(main, ["train"])
     assert result.exit_code != 0 and "--shared" in result.output
+
+
+@pytest.mark.parametrize(
+    ("text", "model"),
+    [
+        ("Qwen2.5-7B", True),
+        ("DeepSeek-R1", True),
+        ("Gemini 2.5", True),
+        ("GPT-4.1", True),
+        ("CIFAR-10", False),
+        ("ImageNet", False),
+        ("SWE-bench", False),
+    ],
+)
+def test_model_names_are_never_datasets(text: str, model: bool) -> None:
+    assert is_model_name(spacy.blank("en")(text)[:]) is model
+
+
+def test_judgements_are_not_measures() -> None:
+    nlp = spacy.blank("en")
+    assert evaluative(nlp("high computational cost")[:])
+    assert not evaluative(nlp("high-resolution images")[:])
+    assert not evaluative(nlp("accuracy")[:])

@@ -14,18 +14,26 @@ conventions and what counts as a dataset or metric come from the data, not rules
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from spacy.tokens import Doc, Span
 
-from kg.extraction.canonical import canonical_key, expand_acronym, is_acronym
+from kg.extraction.canonical import canonical_key, expand_acronym, is_acronym, word_list
 from kg.extraction.spans import head_token, name_run, trim_span
 
 CLASSES = ("O", "Task", "Method", "Dataset", "Metric", "Proposed")
 MAX_TOKENS = 10
 TYPER_DIR = Path(__file__).resolve().parent / "typer"
+# Phrases led by a judgement ("high computational cost", "poor accuracy") state a
+# result, not a measure: the measure is the rest of the phrase, its own candidate.
+EVALUATIVE = word_list("evaluative_modifiers")
+# Model families: a model is used or compared against, never a dataset ("Qwen2.5-7B").
+MODEL_FAMILIES = frozenset(w.lower() for w in word_list("model_families"))
+_FAMILY = re.compile(r"[A-Za-z]+|[A-Za-z][A-Za-z0-9.]*")
+_MODEL_SIZE = re.compile(r"^\d+(?:\.\d+)?[BM]$")
 _PROPOSE_LEMMAS = frozenset(
     [
         *("propose", "introduce", "present", "develop", "design", "build"),
@@ -228,6 +236,26 @@ def grouped(spans: list[Span], ctx: _Context) -> list[tuple[list[Span], list[str
     return out
 
 
+def evaluative(span: Span) -> bool:
+    """Whether a phrase starts with a judgement word ("high accuracy")."""
+    return len(span) > 1 and span[0].lower_ in EVALUATIVE and bool(span[0].whitespace_)
+
+
+def is_model_name(span: Span) -> bool:
+    """Whether a phrase names a model: a known family ("Qwen2.5-7B") or a size ("-7B")."""
+    text = span.text
+    if text.lower() in MODEL_FAMILIES:
+        return True
+    first = span[0].text
+    prefixes = {
+        m.group(0).lower() for m in (_FAMILY.match(first), re.match(r"[A-Za-z0-9.]+", first)) if m
+    }
+    prefixes |= {p.rstrip(".").lower() for p in prefixes}
+    if prefixes & MODEL_FAMILIES:
+        return True
+    return any(_MODEL_SIZE.match(part) for t in span for part in t.text.split("-"))
+
+
 class TyperModel:
     """A multinomial logistic regression over sparse binary features."""
 
@@ -303,6 +331,10 @@ class CandidateTyper:
         for (members, _), p in zip(groups, probs, strict=True):
             best = int(p[1:].argmax()) + 1
             label = CLASSES[best]
+            if evaluative(members[0]):
+                continue
+            if label == "Dataset" and is_model_name(members[0]):
+                label = "Method"
             if label == "Proposed" and (
                 self.proposals == "rules" or p[best] < self.proposed_threshold
             ):
