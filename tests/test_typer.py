@@ -46,7 +46,7 @@ GOLD = [
 def _write(tmp_path: Path) -> tuple[Path, Path]:
     texts = tmp_path / "texts.jsonl"
     texts.write_text(
-        "".join(json.dumps({"forum_id": k, "abstract": v}) + "\n" for k, v in ABSTRACTS.items())
+        "".join(json.dumps({"id": k, "abstract": v}) + "\n" for k, v in ABSTRACTS.items())
     )
     gold = tmp_path / "gold.jsonl"
     gold.write_text("".join(json.dumps(g) + "\n" for g in GOLD))
@@ -68,7 +68,7 @@ def test_gold_classes_fold_case_and_plural() -> None:
 
 def test_read_gold_names_a_missing_abstract(tmp_path: Path) -> None:
     gold, texts = _write(tmp_path)
-    texts.write_text(json.dumps({"forum_id": "a1", "abstract": ABSTRACTS["a1"]}) + "\n")
+    texts.write_text(json.dumps({"id": "a1", "abstract": ABSTRACTS["a1"]}) + "\n")
     with pytest.raises(KeyError, match="a2"):
         read_gold(gold, [texts])
 
@@ -90,7 +90,7 @@ def test_fit_learns_the_gold_and_round_trips(tmp_path: Path) -> None:
     # The component reads the model and writes typed spans.
     ex = Extractor(typer=loaded)
     assert "kg_typer" in ex.nlp.pipe_names
-    paper = ex.extract_one(next(r for r in _records(texts) if r.id == "a1"))
+    paper = ex.extract_one(next(r for r in _records(texts) if r.source_id == "a1"))
     assert "CIFAR-10" in {e.label for e in paper.of_type(EntityType.DATASET)}
 
 
