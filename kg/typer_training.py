@@ -18,11 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from kg import latex
+from kg import latex, schema
 from kg.extraction.canonical import canonical_key
 from kg.extraction.learned import CLASSES, TyperModel, candidates, context, grouped
 
-_FIELD_CLASS = {"tasks": "Task", "methods": "Method", "datasets": "Dataset", "metrics": "Metric"}
+# The gold's entity fields are the kinds' plurals ("tasks" → Task).
+_FIELD_CLASS = {k.plural: k.name for k in schema.ENTITY_TYPES}
 
 
 def read_gold(gold_path: str | Path, texts_paths: Iterable[str | Path]) -> list[dict[str, Any]]:

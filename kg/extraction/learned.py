@@ -21,10 +21,13 @@ from pathlib import Path
 import numpy as np
 from spacy.tokens import Doc, Span
 
+from kg import schema
 from kg.extraction.canonical import canonical_key, expand_acronym, is_acronym, word_list
 from kg.extraction.spans import head_token, name_run, trim_span
 
-CLASSES = ("O", "Task", "Method", "Dataset", "Metric", "Proposed")
+# O, the entity types in kg.schema's order, and the paper's own proposals; the
+# order is the weight matrix's column order.
+CLASSES = ("O", *(k.name for k in schema.ENTITY_TYPES), "Proposed")
 MAX_TOKENS = 10
 TYPER_DIR = Path(__file__).resolve().parent / "typer"
 # Phrases led by a judgement ("high computational cost", "poor accuracy") state a
