@@ -175,7 +175,7 @@ def test_service_description_and_editor(base: str) -> None:
     assert examples["prefixes"]["kg"] == KG
     names = {e["name"] for e in examples["examples"]}
     # Written for people (queries/examples/), not the REST API's parameterised queries.
-    assert {"unlearning", "provenance"} <= names
+    assert {"unlearning", "provenance", "leaderboard"} <= names
     assert not names & {q.name for q in default_registry().public()}
     # Each example answers on the sample, with labels (literals), not only bare IRIs.
     for example in examples["examples"]:
