@@ -23,7 +23,8 @@ from tests.helpers import stop_process as stop
 
 OXIGRAPH = shutil.which("oxigraph") or str(Path(sys.executable).with_name("oxigraph"))
 pytestmark = pytest.mark.skipif(
-    not Path(OXIGRAPH).exists(), reason="the `oxigraph` server (PyPI package oxigraph) is missing")
+    not Path(OXIGRAPH).exists(), reason="the `oxigraph` server (PyPI package oxigraph) is missing"
+)
 
 
 def start_oxigraph(location: Path, *, union: bool = True) -> tuple[subprocess.Popen, str]:
@@ -92,8 +93,9 @@ def canonical(result) -> object:  # noqa: ANN001
         return bool(result)
     if isinstance(result, QuerySolutions):
         names = [v.value for v in result.variables]
-        return names, sorted(tuple(str(s[n]) if s[n] is not None else "" for n in names)
-                             for s in result)
+        return names, sorted(
+            tuple(str(s[n]) if s[n] is not None else "" for n in names) for s in result
+        )
     return sorted(str(t) for t in result)
 
 
@@ -125,10 +127,17 @@ def _sample_values(embedded: EmbeddedStore) -> dict[str, object]:
     task = rows(run(embedded, "entities-by-type", {"type": KG_TASK}))[0]["entity"].value
     label = embedded.preferred_labels([task])[task]
     return {
-        "entity": task, "node": task, "focus": task, "subject": "urn:mlkg:any",
-        "paper": paper.value, "graph": paper.value.replace("/id/paper/", "/graph/paper/"),
-        "type": KG_TASK, "label": label,
-        "text": "learning", "q": "learning", "prefix": "",
+        "entity": task,
+        "node": task,
+        "focus": task,
+        "subject": "urn:mlkg:any",
+        "paper": paper.value,
+        "graph": paper.value.replace("/id/paper/", "/graph/paper/"),
+        "type": KG_TASK,
+        "label": label,
+        "text": "learning",
+        "q": "learning",
+        "prefix": "",
     }
 
 
@@ -139,14 +148,22 @@ def test_every_named_query_answers_the_same(remote, embedded) -> None:  # noqa: 
     registry = default_registry()
     values = _sample_values(embedded)
     compared = 0
-    by_type = {"iri": values["entity"], "string": "learning", "int": "1", "float": "0.5",
-               "bool": "true"}
+    by_type = {
+        "iri": values["entity"],
+        "string": "learning",
+        "int": "1",
+        "float": "0.5",
+        "bool": "true",
+    }
     for query in registry.all():
         # Real sample values where the name is known; any value of the right type
         # for a required parameter that is not (the answers may then be empty,
         # and must be empty on both stores).
-        params = {p.name: values.get(p.name, by_type[p.type]) for p in query.params
-                  if p.name in values or p.required}
+        params = {
+            p.name: values.get(p.name, by_type[p.type])
+            for p in query.params
+            if p.name in values or p.required
+        }
         subs = registry.bind(query.name, params)
         local = canonical(embedded.query(query.sparql, substitutions=subs))
         there = canonical(remote.query(query.sparql, substitutions=subs))
@@ -184,9 +201,12 @@ def test_write_and_delete_one_paper(remote, embedded, extractor) -> None:  # noq
     from kg.ingest import ingest_items
     from kg.model import Record
 
-    record = Record(id="remote-test-1", title="A remote paper",
-                    abstract="We propose a graph neural network for link prediction on "
-                             "knowledge graphs and evaluate it on FB15k-237.")
+    record = Record(
+        id="remote-test-1",
+        title="A remote paper",
+        abstract="We propose a graph neural network for link prediction on "
+        "knowledge graphs and evaluate it on FB15k-237.",
+    )
     report = ingest_items([record], remote, extractor=extractor)
     assert report.added == 1
     assert "remote-test-1" in set(remote.paper_ids())
@@ -237,8 +257,13 @@ def test_explicit_dataset_overrides_the_union(remote, embedded) -> None:  # noqa
 
 
 def test_cli_against_the_remote_store(oxigraph_url: str) -> None:
-    out = subprocess.run([sys.executable, "-m", "kg", "stats", "--json", "--store", oxigraph_url],
-                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "kg", "stats", "--json", "--store", oxigraph_url],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert '"papers": 37' in out.stdout
 
@@ -248,14 +273,22 @@ def test_kg_serve_on_the_remote_store(oxigraph_url: str, embedded) -> None:  # n
         from kg.queries import rows, run
 
         counts = (queries_dir() / "class-counts.rq").read_text()
-        answer = httpx.get(base + "/sparql", params={"query": counts},
-                           headers={"Accept": "application/sparql-results+json"}, timeout=30)
+        answer = httpx.get(
+            base + "/sparql",
+            params={"query": counts},
+            headers={"Accept": "application/sparql-results+json"},
+            timeout=30,
+        )
         assert answer.status_code == 200, answer.text
-        got = {b["class"]["value"].rsplit("#")[-1]: b["count"]["value"]
-               for b in answer.json()["results"]["bindings"]}
+        got = {
+            b["class"]["value"].rsplit("#")[-1]: b["count"]["value"]
+            for b in answer.json()["results"]["bindings"]
+        }
         assert got["Paper"] == "37"
         task = _sample_values(embedded)["entity"]
-        papers = httpx.get(base + "/papers", params={"task": task, "limit": 100}, timeout=30)
+        papers = httpx.get(
+            base + "/papers", params={"task": task, "exact": "true", "limit": 100}, timeout=30
+        )
         assert papers.status_code == 200, papers.text
         expected = rows(run(embedded, "papers-with-entity", {"entity": task}))
         assert {p["iri"] for p in papers.json()["items"]} == {r["paper"].value for r in expected}
@@ -266,9 +299,12 @@ def test_kg_serve_writes_through_to_the_remote_store(oxigraph_url: str) -> None:
     """POST /papers and DELETE /papers/{id} on ``kg serve --store http://…``: the
     paper lands on (and leaves) the oxigraph server."""
     token = "remote-test-token"
-    record = {"id": "remote-rest-1", "title": "Remote write",
-              "abstract": "We propose a contrastive learning method for image classification "
-                          "and evaluate it on CIFAR-10, improving accuracy by 2.1%."}
+    record = {
+        "id": "remote-rest-1",
+        "title": "Remote write",
+        "abstract": "We propose a contrastive learning method for image classification "
+        "and evaluate it on CIFAR-10, improving accuracy by 2.1%.",
+    }
     auth = {"Authorization": f"Bearer {token}"}
     with running_server(oxigraph_url, env={"KG_UPDATE_TOKEN": token}) as base:
         created = httpx.post(base + "/papers", json=record, headers=auth, timeout=120)

@@ -80,8 +80,10 @@ def test_default_graph_is_union_unless_request_names_graphs(base: str) -> None:
     assert only == 1
     named = httpx.post(
         base + "/sparql",
-        data={"query": "SELECT (COUNT(DISTINCT ?g) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }",
-              "named-graph-uri": one_paper},
+        data={
+            "query": "SELECT (COUNT(DISTINCT ?g) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }",
+            "named-graph-uri": one_paper,
+        },
     )
     assert _n(named) == 1
 
@@ -95,8 +97,11 @@ CONNEG = [
     (PAPERS, "text/csv", "text/csv"),
     (PAPERS, "text/tab-separated-values", "text/tab-separated-values"),
     (PAPERS, "application/json", "application/sparql-results+json"),
-    (PAPERS, "application/sparql-results+json;q=0.5, application/sparql-results+xml",
-     "application/sparql-results+xml"),
+    (
+        PAPERS,
+        "application/sparql-results+json;q=0.5, application/sparql-results+xml",
+        "application/sparql-results+xml",
+    ),
     (PAPERS, "text/csv;q=0.9, text/tab-separated-values;q=0.1", "text/csv"),
     (PAPERS, "text/*", "text/csv"),
     (PAPERS, "image/png", 406),
@@ -143,8 +148,9 @@ def test_content_negotiation(
 )
 def test_format_parameter_overrides_accept(base: str, fmt: str, query: str, expected: str) -> None:
     browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
-    response = httpx.get(base + "/sparql", params={"query": query, "format": fmt},
-                         headers={"Accept": browser})
+    response = httpx.get(
+        base + "/sparql", params={"query": query, "format": fmt}, headers={"Accept": browser}
+    )
     assert response.status_code == 200
     assert response.headers["content-type"].split(";")[0] == expected
 
@@ -175,19 +181,26 @@ def test_service_description_and_editor(base: str) -> None:
     assert examples["prefixes"]["kg"] == KG
     names = {e["name"] for e in examples["examples"]}
     # Written for people (queries/examples/), not the REST API's parameterised queries.
-    assert {"unlearning", "provenance", "leaderboard"} <= names
+    assert {"unlearning", "provenance", "leaderboard-rows"} <= names
     assert not names & {q.name for q in default_registry().public()}
     # Each example answers on the sample, with labels (literals), not only bare IRIs.
     for example in examples["examples"]:
         assert example["title"] and example["description"], example["name"]
-        ran = httpx.post(base + "/sparql", content=example["query"], headers={
-            "Content-Type": "application/sparql-query",
-            "Accept": "application/sparql-results+json"})
+        ran = httpx.post(
+            base + "/sparql",
+            content=example["query"],
+            headers={
+                "Content-Type": "application/sparql-query",
+                "Accept": "application/sparql-results+json",
+            },
+        )
         assert ran.status_code == 200, (example["name"], ran.text)
         rows = ran.json()["results"]["bindings"]
         assert rows, f"example {example['name']} finds nothing in the sample"
-        assert any(t["type"] == "literal" and not t["value"].isdigit()
-                   for t in rows[0].values()), (example["name"], rows[0])
+        assert any(t["type"] == "literal" and not t["value"].isdigit() for t in rows[0].values()), (
+            example["name"],
+            rows[0],
+        )
 
 
 def _parses(body: bytes, media: str) -> None:
@@ -218,8 +231,9 @@ def test_service_description_follows_the_allow_list(sample_store: Path) -> None:
     from service.settings import Settings
 
     allowed = "https://query.wikidata.org/sparql"
-    settings = Settings(store=str(sample_store), query_workers=1, log_level="warning",
-                        service_allowlist=(allowed,))
+    settings = Settings(
+        store=str(sample_store), query_workers=1, log_level="warning", service_allowlist=(allowed,)
+    )
     with TestClient(create_app(settings)) as client:
         sd = client.get("/sparql", headers={"Accept": "text/turtle"})
     assert sd.status_code == 200
