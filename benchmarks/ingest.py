@@ -106,8 +106,10 @@ def step_ingest(paths: list[str], processes: int, batch_size: int, engine: str) 
             store.close()
             # Queryable: a fresh reader sees every paper.
             reader = open_store(target, read_only=True)
-            counted = {r["class"].value.rsplit("#")[-1]: int(r["count"].value)
-                       for r in rows(run(reader, "class-counts"))}
+            counted = {
+                r["class"].value.rsplit("#")[-1]: int(r["count"].value)
+                for r in rows(run(reader, "class-counts"))
+            }
             reader.close()
             seconds = time.perf_counter() - started
             # This process's own CPU: with `pool` and `dask` it is the writer's cost
@@ -119,9 +121,15 @@ def step_ingest(paths: list[str], processes: int, batch_size: int, engine: str) 
             extractor.close()
         shutil.rmtree(target.parent, ignore_errors=True)
     assert counted.get("Paper") == report.added, (counted, report.to_json())
-    return {"papers": report.added, "seconds": seconds, "peak_rss_mb": peak.peak,
-            "rss_mb_at": marks, "quads": report.quads_after, "store_mb": size / 1e6,
-            "main_cpu_ms_per_paper": own_cpu / max(1, report.added) * 1e3}
+    return {
+        "papers": report.added,
+        "seconds": seconds,
+        "peak_rss_mb": peak.peak,
+        "rss_mb_at": marks,
+        "quads": report.quads_after,
+        "store_mb": size / 1e6,
+        "main_cpu_ms_per_paper": own_cpu / max(1, report.added) * 1e3,
+    }
 
 
 def _own_cpu() -> float:
@@ -143,14 +151,30 @@ def _mark(marks: dict[str, float], done: int, total: int, rss) -> None:  # noqa:
 
 def run_step(step: str, corpus: str, processes: int, batch_size: int) -> dict:
     """Run one step in a fresh interpreter; return its figures."""
-    cmd = [sys.executable, str(HERE / "ingest.py"), "--step", step, "--corpus", corpus,
-           "--processes", str(processes), "--batch-size", str(batch_size)]
+    cmd = [
+        sys.executable,
+        str(HERE / "ingest.py"),
+        "--step",
+        step,
+        "--corpus",
+        corpus,
+        "--processes",
+        str(processes),
+        "--batch-size",
+        str(batch_size),
+    ]
     from benchmarks._proc import cpu_seconds
 
     before_cpu, before_busy, started = _children_cpu(), cpu_seconds(), time.perf_counter()
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=3600,
-                              env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        done = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=3600,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        )
     except subprocess.TimeoutExpired as exc:
         raise SystemExit(f"step {step} on {corpus} did not finish in an hour") from exc
     wall = time.perf_counter() - started
@@ -180,8 +204,12 @@ def benchmark(corpora: list[str], processes: int, batch_size: int, engines: list
     """Every step on every corpus; ratios are within this one run."""
     from benchmarks._proc import wait_quiet
 
-    results: dict = {"processes": processes, "batch_size": batch_size, "cpus": os.cpu_count(),
-                     "corpora": {}}
+    results: dict = {
+        "processes": processes,
+        "batch_size": batch_size,
+        "cpus": os.cpu_count(),
+        "corpora": {},
+    }
     for corpus in corpora:
         figures: dict = {}
         for step in ["bare", *engines]:
@@ -191,38 +219,53 @@ def benchmark(corpora: list[str], processes: int, batch_size: int, engines: list
         bare = figures["bare"]
         for step in engines:
             figures[step]["ratio_to_bare"] = figures[step]["papers_per_s"] / bare["papers_per_s"]
-            figures[step]["cpu_ratio_to_bare"] = (bare["cpu_ms_per_paper"]
-                                                  / figures[step]["cpu_ms_per_paper"])
+            figures[step]["cpu_ratio_to_bare"] = (
+                bare["cpu_ms_per_paper"] / figures[step]["cpu_ms_per_paper"]
+            )
         results["corpora"][corpus] = figures
     return results
 
 
 def print_table(results: dict) -> None:
     """The figures as a table."""
-    print(f"ingest, n_process={results['processes']}, batch {results['batch_size']}, "
-          f"{results['cpus']} CPUs")
-    print(f"{'corpus':<8} {'step':<6} {'papers':>7} {'seconds':>8} {'papers/s':>9} "
-          f"{'×bare':>6} {'CPU ms/paper':>13} {'×bare':>6} {'foreign':>8} "
-          f"{'peak RSS MB':>12}  RSS MB at 25/50/100 %")
+    print(
+        f"ingest, n_process={results['processes']}, batch {results['batch_size']}, "
+        f"{results['cpus']} CPUs"
+    )
+    print(
+        f"{'corpus':<8} {'step':<6} {'papers':>7} {'seconds':>8} {'papers/s':>9} "
+        f"{'×bare':>6} {'CPU ms/paper':>13} {'×bare':>6} {'foreign':>8} "
+        f"{'peak RSS MB':>12}  RSS MB at 25/50/100 %"
+    )
     for corpus, figures in results["corpora"].items():
         for step, f in figures.items():
             ratio = f"{f['ratio_to_bare']:.2f}" if "ratio_to_bare" in f else "1.00"
             cpu_ratio = f"{f['cpu_ratio_to_bare']:.2f}" if "cpu_ratio_to_bare" in f else "1.00"
             at = " / ".join(str(f["rss_mb_at"].get(k, "-")) for k in ("25%", "50%", "100%"))
-            print(f"{corpus:<8} {step:<6} {f['papers']:>7} {f['seconds']:>8.1f} "
-                  f"{f['papers_per_s']:>9.1f} {ratio:>6} {f['cpu_ms_per_paper']:>13.0f} "
-                  f"{cpu_ratio:>6} {f['foreign_cpu_share']:>8.2f} {f['peak_rss_mb']:>12.0f}  {at}")
+            print(
+                f"{corpus:<8} {step:<6} {f['papers']:>7} {f['seconds']:>8.1f} "
+                f"{f['papers_per_s']:>9.1f} {ratio:>6} {f['cpu_ms_per_paper']:>13.0f} "
+                f"{cpu_ratio:>6} {f['foreign_cpu_share']:>8.2f} {f['peak_rss_mb']:>12.0f}  {at}"
+            )
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpus", action="append",
-                    help="sample, iclr or a file (repeatable; default: sample and iclr)")
-    ap.add_argument("--processes", type=int, default=os.cpu_count() or 1,
-                    help="spaCy processes / Dask workers (default: all CPUs)")
+    ap.add_argument(
+        "--corpus",
+        action="append",
+        help="sample, iclr or a file (repeatable; default: sample and iclr)",
+    )
+    ap.add_argument(
+        "--processes",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="spaCy processes / Dask workers (default: all CPUs)",
+    )
     ap.add_argument("--batch-size", type=int, default=64, help="nlp.pipe batch size")
-    ap.add_argument("--engines", default="local,pool,dask",
-                    help="comma-separated: local, pool, dask")
+    ap.add_argument(
+        "--engines", default="local,pool,dask", help="comma-separated: local, pool, dask"
+    )
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--step", choices=["bare", "local", "pool", "dask"], help=argparse.SUPPRESS)
     args = ap.parse_args()

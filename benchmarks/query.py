@@ -69,8 +69,23 @@ def build_store(store: Path, processes: int) -> None:
     if not ICLR.exists():
         raise SystemExit(f"no store at {store} and no corpus at {ICLR} to build it from")
     print(f"building {store} from {ICLR.name} …", file=sys.stderr)
-    subprocess.run([sys.executable, "-m", "kg", "ingest", str(ICLR), "--store", str(store),
-                    "-j", str(processes), "--progress", "none"], check=True, cwd=REPO)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kg",
+            "ingest",
+            str(ICLR),
+            "--store",
+            str(store),
+            "-j",
+            str(processes),
+            "--progress",
+            "none",
+        ],
+        check=True,
+        cwd=REPO,
+    )
 
 
 # ------------------------------------------------------------------ in process
@@ -115,8 +130,12 @@ def _closed_loop(work, conc: int, duration: float) -> dict:  # noqa: ANN001
             pool.submit(loop)
     elapsed = time.perf_counter() - started
     lat.sort()
-    return {"rps": len(lat) / elapsed, "p50_ms": _pct(lat, 50), "p99_ms": _pct(lat, 99),
-            "requests": len(lat)}
+    return {
+        "rps": len(lat) / elapsed,
+        "p50_ms": _pct(lat, 50),
+        "p99_ms": _pct(lat, 99),
+        "requests": len(lat),
+    }
 
 
 def _pct(lat: list[float], p: float) -> float | None:
@@ -140,8 +159,13 @@ class Server:
         # The log goes to a file: an unread pipe would fill up and stall the server.
         self.log = tempfile.NamedTemporaryFile(prefix="kg-bench-server-", suffix=".log")
         started = time.perf_counter()
-        self.proc = subprocess.Popen(self.args, cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **(self.env or {})})
+        self.proc = subprocess.Popen(
+            self.args,
+            cwd=REPO,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(self.env or {})},
+        )
         deadline = started + 120
         while True:
             if self.proc.poll() is not None:
@@ -179,24 +203,65 @@ class Server:
 
 def kg_serve(store: Path, port: int, env: dict[str, str] | None = None) -> Server:
     """``kg serve`` on the store (read-only: no update token)."""
-    args = [sys.executable, "-m", "kg", "serve", "--store", str(store), "--host", "127.0.0.1",
-            "--port", str(port), "--no-sample"]
+    args = [
+        sys.executable,
+        "-m",
+        "kg",
+        "serve",
+        "--store",
+        str(store),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--no-sample",
+    ]
     full_env = {"KG_LOG_LEVEL": "warning", **(env or {})}
     return Server(args, f"http://127.0.0.1:{port}/health", full_env)
 
 
 def oxigraph_serve(location: Path, port: int) -> Server:
     """``oxigraph serve`` with the union default graph, as our store expects."""
-    args = [oxigraph_binary(), "serve", "--location", str(location), "--bind",
-            f"127.0.0.1:{port}", "--union-default-graph"]
+    args = [
+        oxigraph_binary(),
+        "serve",
+        "--location",
+        str(location),
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--union-default-graph",
+    ]
     return Server(args, f"http://127.0.0.1:{port}/query?query=ASK%7B%7D")
 
 
-def load(url: str, conc: int, duration: float, warmup: float, pid: int, *,
-         query_file: Path | None = None, accept: str | None = None) -> dict:
+def load(
+    url: str,
+    conc: int,
+    duration: float,
+    warmup: float,
+    pid: int,
+    *,
+    query_file: Path | None = None,
+    accept: str | None = None,
+) -> dict:
     """One bounded run of the shared load generator."""
-    cmd = [sys.executable, str(LOAD), "--url", url, "-c", str(conc), "-d", str(duration),
-           "--warmup", str(warmup), "--json", "--server-pid", str(pid), "--timeout", "30"]
+    cmd = [
+        sys.executable,
+        str(LOAD),
+        "--url",
+        url,
+        "-c",
+        str(conc),
+        "-d",
+        str(duration),
+        "--warmup",
+        str(warmup),
+        "--json",
+        "--server-pid",
+        str(pid),
+        "--timeout",
+        "30",
+    ]
     cmd += ["--query-file", str(query_file)] if query_file else ["--query", "-"]
     if accept:
         cmd += ["--accept", accept]
@@ -208,8 +273,12 @@ def load(url: str, conc: int, duration: float, warmup: float, pid: int, *,
 
 def check(url: str, query_file: Path) -> int:
     """Rows one request returns (the same on every server, or the comparison is void)."""
-    answer = httpx.get(url, params={"query": query_file.read_text()},
-                       headers={"Accept": "application/sparql-results+json"}, timeout=60)
+    answer = httpx.get(
+        url,
+        params={"query": query_file.read_text()},
+        headers={"Accept": "application/sparql-results+json"},
+        timeout=60,
+    )
     answer.raise_for_status()
     return len(answer.json()["results"]["bindings"])
 
@@ -229,8 +298,13 @@ def benchmark(store: Path, duration: float, warmup: float, concurrencies: list[i
 
     if not LOAD.exists():
         raise SystemExit(f"the load generator is not at {LOAD} (../shared beside the checkout)")
-    results: dict = {"duration_s": duration, "warmup_s": warmup, "cpus": os.cpu_count(),
-                     "engine": "wrk" if shutil.which("wrk") else "python", "runs": {}}
+    results: dict = {
+        "duration_s": duration,
+        "warmup_s": warmup,
+        "cpus": os.cpu_count(),
+        "engine": "wrk" if shutil.which("wrk") else "python",
+        "runs": {},
+    }
     print("in-process ceiling …", file=sys.stderr)
     results["in_process"] = in_process(store, duration)
     print("kg serve start-up …", file=sys.stderr)
@@ -257,19 +331,23 @@ def benchmark(store: Path, duration: float, warmup: float, concurrencies: list[i
                         wait_quiet()
                         print(f"  {name} ({key}) c={conc} …", file=sys.stderr)
                         results["runs"][f"{name}/{key}/c{conc}"] = load(
-                            endpoint, conc, duration, warmup, server.pid, query_file=path)
+                            endpoint, conc, duration, warmup, server.pid, query_file=path
+                        )
                 if name.startswith("kg"):
                     rest = f"{root}/papers?task={REST_TASK}&limit=20"
                     answer = httpx.get(rest, timeout=60)
                     if answer.status_code != 200:
-                        raise SystemExit(f"GET {rest}: {answer.status_code} {answer.text[:500]}\n"
-                                         f"server log:\n{server.tail()}")
+                        raise SystemExit(
+                            f"GET {rest}: {answer.status_code} {answer.text[:500]}\n"
+                            f"server log:\n{server.tail()}"
+                        )
                     rows.setdefault("rows/d", {})[name] = answer.json().get("total")
                     for conc in concurrencies:
                         wait_quiet()
                         print(f"  {name} (d) c={conc} …", file=sys.stderr)
                         results["runs"][f"{name}/d/c{conc}"] = load(
-                            rest, conc, duration, warmup, server.pid, accept="application/json")
+                            rest, conc, duration, warmup, server.pid, accept="application/json"
+                        )
     finally:
         shutil.rmtree(copy.parent, ignore_errors=True)
     results["rows"] = rows
@@ -279,25 +357,33 @@ def benchmark(store: Path, duration: float, warmup: float, concurrencies: list[i
 def print_table(results: dict) -> None:
     """Requests/s and latency per target, query and concurrency, with the ratios."""
     runs = results["runs"]
-    print(f"query load ({results['engine']}, {results['duration_s']} s per run after "
-          f"{results['warmup_s']} s warm-up, {results['cpus']} CPUs)")
-    print(f"{'query':<6}{'conc':>5}  {'target':<11}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
-          f"{'errors':>7}{'foreign CPU':>12}")
+    print(
+        f"query load ({results['engine']}, {results['duration_s']} s per run after "
+        f"{results['warmup_s']} s warm-up, {results['cpus']} CPUs)"
+    )
+    print(
+        f"{'query':<6}{'conc':>5}  {'target':<11}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'errors':>7}{'foreign CPU':>12}"
+    )
     for key in ("a", "b", "c", "d"):
         for conc in (1, 16):
             for name in ("in-process", "kg", "kg-nocache", "oxigraph"):
                 if name == "in-process":
                     r = results["in_process"].get(f"{key}/c{conc}")
                     if r:
-                        print(f"{key:<6}{conc:>5}  {name:<11}{r['rps']:>9.0f}{r['p50_ms']:>9.2f}"
-                              f"{r['p99_ms']:>9.2f}{'':>7}{'':>12}")
+                        print(
+                            f"{key:<6}{conc:>5}  {name:<11}{r['rps']:>9.0f}{r['p50_ms']:>9.2f}"
+                            f"{r['p99_ms']:>9.2f}{'':>7}{'':>12}"
+                        )
                     continue
                 r = runs.get(f"{name}/{key}/c{conc}")
                 if not r:
                     continue
                 errors = r["non_2xx"] + r["socket_errors"]
-                print(f"{key:<6}{conc:>5}  {name:<11}{r['rps']:>9.0f}{r['p50_ms'] or 0:>9.2f}"
-                      f"{r['p99_ms'] or 0:>9.2f}{errors:>7}{r['foreign_cpu_share']:>12.2f}")
+                print(
+                    f"{key:<6}{conc:>5}  {name:<11}{r['rps']:>9.0f}{r['p50_ms'] or 0:>9.2f}"
+                    f"{r['p99_ms'] or 0:>9.2f}{errors:>7}{r['foreign_cpu_share']:>12.2f}"
+                )
     print("ratios (our /sparql ÷ oxigraph serve, req/s):")
     for key in ("a", "b", "c"):
         for conc in (1, 16):
@@ -315,10 +401,18 @@ def print_table(results: dict) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     default_store = Path(tempfile.gettempdir()) / "kg-bench" / "iclr-store"
-    ap.add_argument("--store", type=Path, default=default_store,
-                    help="embedded store with the ICLR corpus (built when missing)")
-    ap.add_argument("--processes", type=int, default=os.cpu_count() or 1,
-                    help="processes for building the store")
+    ap.add_argument(
+        "--store",
+        type=Path,
+        default=default_store,
+        help="embedded store with the ICLR corpus (built when missing)",
+    )
+    ap.add_argument(
+        "--processes",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="processes for building the store",
+    )
     ap.add_argument("--duration", type=float, default=8.0, help="measured seconds per run")
     ap.add_argument("--warmup", type=float, default=2.0, help="warm-up seconds per run")
     ap.add_argument("--concurrency", default="1,16", help="comma-separated")
@@ -327,8 +421,9 @@ def main() -> int:
     if not (args.store / "CURRENT").exists():
         args.store.parent.mkdir(parents=True, exist_ok=True)
         build_store(args.store, args.processes)
-    results = benchmark(args.store, args.duration, args.warmup,
-                        [int(c) for c in args.concurrency.split(",")])
+    results = benchmark(
+        args.store, args.duration, args.warmup, [int(c) for c in args.concurrency.split(",")]
+    )
     print_table(results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

@@ -27,23 +27,44 @@ LOAD = REPO.parent / "shared" / "tools" / "sparql_load.py"
 
 
 def measure(
-    base: str, path: str, concurrency: int, duration: float, pid: int | None,
+    base: str,
+    path: str,
+    concurrency: int,
+    duration: float,
+    pid: int | None,
     query_file: str | None = None,
 ) -> dict:
     """One closed-loop run against ``base + path`` (with ``query_file``: a SPARQL
     query sent to ``base + path`` as ``?query=``)."""
     query = ["--query-file", query_file] if query_file else ["--query", "-"]
-    args = [sys.executable, str(LOAD), "--url", base + path, *query,
-            "-c", str(concurrency), "-d", str(duration), "--warmup", "2", "--json"]
+    args = [
+        sys.executable,
+        str(LOAD),
+        "--url",
+        base + path,
+        *query,
+        "-c",
+        str(concurrency),
+        "-d",
+        str(duration),
+        "--warmup",
+        "2",
+        "--json",
+    ]
     if pid:
         args += ["--server-pid", str(pid)]
     out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
     result = json.loads(out.strip().splitlines()[-1])
-    return {"path": path + (f" ({Path(query_file).name})" if query_file else ""),
-            "concurrency": concurrency, "rps": result["rps"],
-            "p50_ms": result["p50_ms"], "p99_ms": result["p99_ms"],
-            "non_2xx": result["non_2xx"], "server_cpu_share": result.get("server_cpu_share"),
-            "foreign_cpu_share": result.get("foreign_cpu_share")}
+    return {
+        "path": path + (f" ({Path(query_file).name})" if query_file else ""),
+        "concurrency": concurrency,
+        "rps": result["rps"],
+        "p50_ms": result["p50_ms"],
+        "p99_ms": result["p99_ms"],
+        "non_2xx": result["non_2xx"],
+        "server_cpu_share": result.get("server_cpu_share"),
+        "foreign_cpu_share": result.get("foreign_cpu_share"),
+    }
 
 
 def main() -> None:
@@ -51,12 +72,23 @@ def main() -> None:
     ap.add_argument("--store", help="store directory: start `kg serve` on it")
     ap.add_argument("--base", help="base URL of a running server instead")
     ap.add_argument("--path", action="append", default=[], help="path and query to load")
-    ap.add_argument("--top-task", action="store_true",
-                    help="also load /papers?task=KEY for the task with most papers")
-    ap.add_argument("--sparql", action="append", default=[], metavar="FILE.rq",
-                    help="also load /sparql with this query")
-    ap.add_argument("--no-cache", action="store_true",
-                    help="serve with KG_QUERY_CACHE=0 (every /sparql query evaluated)")
+    ap.add_argument(
+        "--top-task",
+        action="store_true",
+        help="also load /papers?task=KEY for the task with most papers",
+    )
+    ap.add_argument(
+        "--sparql",
+        action="append",
+        default=[],
+        metavar="FILE.rq",
+        help="also load /sparql with this query",
+    )
+    ap.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="serve with KG_QUERY_CACHE=0 (every /sparql query evaluated)",
+    )
     ap.add_argument("-c", "--concurrency", type=int, action="append", default=[])
     ap.add_argument("-d", "--duration", type=float, default=10.0)
     ap.add_argument("--workers", type=int, default=1, help="uvicorn workers of `kg serve`")
@@ -103,7 +135,7 @@ def _server_pid(base: str) -> int | None:
         out = subprocess.run(["ss", "-ltnpH", f"sport = :{port}"], capture_output=True, text=True)
         marker = "pid="
         text = out.stdout
-        return int(text[text.index(marker) + len(marker):].split(",", 1)[0])
+        return int(text[text.index(marker) + len(marker) :].split(",", 1)[0])
     except (OSError, ValueError):
         return None
 

@@ -25,23 +25,48 @@ HERE = Path(__file__).resolve().parent
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=Path("benchmark-results"),
-                    help="directory for the JSON figures")
+    ap.add_argument(
+        "--out", type=Path, default=Path("benchmark-results"), help="directory for the JSON figures"
+    )
     ap.add_argument("--processes", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--store", type=Path,
-                    default=Path(tempfile.gettempdir()) / "kg-bench" / "iclr-store",
-                    help="ICLR store for the query benchmark (built when missing)")
+    ap.add_argument(
+        "--store",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "kg-bench" / "iclr-store",
+        help="ICLR store for the query benchmark (built when missing)",
+    )
     ap.add_argument("--duration", type=float, default=8.0, help="seconds per load run")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     steps = [
-        [sys.executable, str(HERE / "ingest.py"), "--processes", str(args.processes),
-         "--json", str(args.out / "ingest.json")],
-        [sys.executable, str(HERE / "query.py"), "--store", str(args.store),
-         "--processes", str(args.processes), "--duration", str(args.duration),
-         "--json", str(args.out / "query.json")],
-        [sys.executable, str(HERE / "write.py"), "--store", str(args.store),
-         "--json", str(args.out / "write.json")],
+        [
+            sys.executable,
+            str(HERE / "ingest.py"),
+            "--processes",
+            str(args.processes),
+            "--json",
+            str(args.out / "ingest.json"),
+        ],
+        [
+            sys.executable,
+            str(HERE / "query.py"),
+            "--store",
+            str(args.store),
+            "--processes",
+            str(args.processes),
+            "--duration",
+            str(args.duration),
+            "--json",
+            str(args.out / "query.json"),
+        ],
+        [
+            sys.executable,
+            str(HERE / "write.py"),
+            "--store",
+            str(args.store),
+            "--json",
+            str(args.out / "write.json"),
+        ],
     ]
     for cmd in steps:
         print("$ " + " ".join(cmd[1:]), flush=True)

@@ -37,17 +37,25 @@ def main() -> int:
     from kg.vocab import paper_id_from_graph
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--store", type=Path,
-                    default=Path(tempfile.gettempdir()) / "kg-bench" / "iclr-store")
+    ap.add_argument(
+        "--store", type=Path, default=Path(tempfile.gettempdir()) / "kg-bench" / "iclr-store"
+    )
     ap.add_argument("--papers", type=int, default=1000)
     ap.add_argument("--batch", type=int, default=256, help="papers per write_papers call")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     source = Store.read_only(str(args.store))
     graphs = [g for g in source.named_graphs() if paper_id_from_graph(g.value)][: args.papers]
-    papers = [PaperQuads(paper_id_from_graph(g.value) or "", g,
-                         list(source.quads_for_pattern(None, None, None, g)), [], {})
-              for g in graphs]
+    papers = [
+        PaperQuads(
+            paper_id_from_graph(g.value) or "",
+            g,
+            list(source.quads_for_pattern(None, None, None, g)),
+            [],
+            {},
+        )
+        for g in graphs
+    ]
     results: dict = {"papers": len(papers), "quads": sum(len(p.paper) for p in papers)}
     work = Path(tempfile.mkdtemp(prefix="kg-bench-write-"))
     try:
@@ -60,12 +68,14 @@ def main() -> int:
                 store = open_store(server.ready_url.split("/query")[0])
             cpu, started = _cpu(), time.perf_counter()
             for i in range(0, len(papers), args.batch):
-                store.write_papers(papers[i:i + args.batch], new=True)
+                store.write_papers(papers[i : i + args.batch], new=True)
             store.flush()  # a no-op on the remote store
             seconds = time.perf_counter() - started
-            results[name] = {"papers_per_s": len(papers) / seconds,
-                             "ms_per_paper": seconds / len(papers) * 1e3,
-                             "client_cpu_ms_per_paper": (_cpu() - cpu) / len(papers) * 1e3}
+            results[name] = {
+                "papers_per_s": len(papers) / seconds,
+                "ms_per_paper": seconds / len(papers) * 1e3,
+                "client_cpu_ms_per_paper": (_cpu() - cpu) / len(papers) * 1e3,
+            }
             store.close()
             if server is not None:
                 server.__exit__(None, None, None)
@@ -73,8 +83,10 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     for name in ("embedded", "remote"):
         r = results[name]
-        print(f"{name:<9} {r['papers_per_s']:7.0f} papers/s  {r['ms_per_paper']:6.2f} ms/paper  "
-              f"client CPU {r['client_cpu_ms_per_paper']:5.2f} ms/paper")
+        print(
+            f"{name:<9} {r['papers_per_s']:7.0f} papers/s  {r['ms_per_paper']:6.2f} ms/paper  "
+            f"client CPU {r['client_cpu_ms_per_paper']:5.2f} ms/paper"
+        )
     print(f"({results['papers']} papers, {results['quads']} quads)")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

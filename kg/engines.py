@@ -137,8 +137,10 @@ class DaskExtractor:
         if self._version is None:
             found = set(self.client.run(_worker_version).values())
             if len(found) != 1:
-                raise RuntimeError(f"the Dask workers run different extractor versions "
-                                   f"{sorted(found)}: install the same kg on every worker")
+                raise RuntimeError(
+                    f"the Dask workers run different extractor versions "
+                    f"{sorted(found)}: install the same kg on every worker"
+                )
             self._version = found.pop()
         return self._version
 
@@ -151,8 +153,12 @@ class DaskExtractor:
             if self.scheduler:
                 self._client = Client(self.scheduler, timeout="30s")
             else:
-                self._cluster = LocalCluster(n_workers=self.local_workers, threads_per_worker=1,
-                                             processes=True, dashboard_address=None)
+                self._cluster = LocalCluster(
+                    n_workers=self.local_workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                )
                 self._client = Client(self._cluster)
             if not sum(self._client.nthreads().values()):
                 self._client.wait_for_workers(1, timeout=60)
@@ -224,8 +230,9 @@ def _worker_version(dask_worker: Any) -> str:
 class PoolExtractor:
     """Whole-pipeline extraction in local worker processes; results in input order."""
 
-    def __init__(self, processes: int = 2, *, batch_size: int = 32,
-                 in_flight: int | None = None) -> None:
+    def __init__(
+        self, processes: int = 2, *, batch_size: int = 32, in_flight: int | None = None
+    ) -> None:
         """``processes`` workers (spawned: no state leaks in from this process);
         at most ``in_flight`` batches (default twice the workers) submitted and
         not yet yielded, so memory does not grow with the input."""
@@ -247,8 +254,10 @@ class PoolExtractor:
 
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
-                self.processes, mp_context=multiprocessing.get_context("spawn"),
-                initializer=extract_batch, initargs=([],),  # load the model once per worker
+                self.processes,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=extract_batch,
+                initargs=([],),  # load the model once per worker
             )
         window: deque = deque()
         try:

@@ -196,14 +196,28 @@ def write_csv(graph: nx.DiGraph) -> bytes:
     writer = csv.writer(nodes, lineterminator="\n")
     writer.writerow(NODE_COLUMNS)
     for node, attrs in graph.nodes(data=True):
-        writer.writerow([node, attrs.get("label", ""), attrs.get("type", ""),
-                         attrs.get("paper_count", 0), attrs.get("aliases", "")])
+        writer.writerow(
+            [
+                node,
+                attrs.get("label", ""),
+                attrs.get("type", ""),
+                attrs.get("paper_count", 0),
+                attrs.get("aliases", ""),
+            ]
+        )
     edges = io.StringIO()
     writer = csv.writer(edges, lineterminator="\n")
     writer.writerow(EDGE_COLUMNS)
     for a, b, attrs in graph.edges(data=True):
-        writer.writerow([a, b, attrs.get("weight", 1), attrs.get("predicate", ""),
-                         _scalar(attrs.get("papers", []))])
+        writer.writerow(
+            [
+                a,
+                b,
+                attrs.get("weight", 1),
+                attrs.get("predicate", ""),
+                _scalar(attrs.get("papers", [])),
+            ]
+        )
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("nodes.csv", nodes.getvalue())
@@ -214,11 +228,21 @@ def write_csv(graph: nx.DiGraph) -> bytes:
 EXPORTERS: dict[str, Exporter] = {
     e.name: e
     for e in (
-        Exporter("graphml", "application/graphml+xml", "graphml",
-                 "GraphML for yEd, Gephi, Cytoscape", write_graphml),
+        Exporter(
+            "graphml",
+            "application/graphml+xml",
+            "graphml",
+            "GraphML for yEd, Gephi, Cytoscape",
+            write_graphml,
+        ),
         Exporter("gexf", "application/gexf+xml", "gexf", "GEXF 1.2 for Gephi", write_gexf),
-        Exporter("cytoscape", "application/vnd.cytoscape+json", "cyjs",
-                 "Cytoscape.js JSON for Cytoscape and Cytoscape.js", write_cytoscape),
+        Exporter(
+            "cytoscape",
+            "application/vnd.cytoscape+json",
+            "cyjs",
+            "Cytoscape.js JSON for Cytoscape and Cytoscape.js",
+            write_cytoscape,
+        ),
         Exporter("d3", "application/vnd.d3+json", "json", "node-link JSON for D3", write_d3),
         Exporter("dot", "text/vnd.graphviz", "dot", "Graphviz DOT", write_dot),
         Exporter("csv", "application/zip", "zip", "nodes.csv and edges.csv in a zip", write_csv),

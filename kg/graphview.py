@@ -255,8 +255,11 @@ def build_graph(
     def neighbours(n: str) -> Iterable[str]:
         if bipartite:
             return (m for m in data.neighbours(n) if wanted(m))
-        return (m for m, papers in pairs.get(n, {}).items()
-                if len(papers) >= request.min_support and wanted(m))
+        return (
+            m
+            for m, papers in pairs.get(n, {}).items()
+            if len(papers) >= request.min_support and wanted(m)
+        )
 
     # 1. What to draw: the focus's neighbourhood, or every wanted node.
     distance: dict[str, int] = {}
@@ -286,6 +289,7 @@ def build_graph(
     total = len(keep)
     truncated = request.limit is not None and total > request.limit
     if truncated:
+
         def rank(n: str) -> tuple[int, int, int, str]:
             degree = len(adjacent[n])
             support = degree if data.nodes[n]["type"] == "Paper" else data.nodes[n]["paper_count"]
@@ -299,13 +303,31 @@ def build_graph(
         for b in sorted(adjacent[a] & keep):
             if bipartite:
                 if data.nodes[a]["type"] == "Paper":
-                    edges.append((a, b, {"predicate": " ".join(sorted(data.links[a, b])),
-                                         "weight": 1, "papers": [a]}))
+                    edges.append(
+                        (
+                            a,
+                            b,
+                            {
+                                "predicate": " ".join(sorted(data.links[a, b])),
+                                "weight": 1,
+                                "papers": [a],
+                            },
+                        )
+                    )
             elif data.oriented(a, b) == (a, b):
                 papers = pairs[a][b]
                 kinds = (data.nodes[a]["type"], data.nodes[b]["type"])
-                edges.append((a, b, {"predicate": _PAIR_PREDICATE.get(kinds, CO_OCCURS),
-                                     "weight": len(papers), "papers": list(papers)}))
+                edges.append(
+                    (
+                        a,
+                        b,
+                        {
+                            "predicate": _PAIR_PREDICATE.get(kinds, CO_OCCURS),
+                            "weight": len(papers),
+                            "papers": list(papers),
+                        },
+                    )
+                )
 
     graph = nx.DiGraph()
     graph.graph.update(

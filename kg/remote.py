@@ -140,11 +140,14 @@ class RemoteStore:
             # The embedded store raises SyntaxError for a bad query or update;
             # a remote 400 means the same to callers.
             raise SyntaxError(detail or f"the SPARQL store rejected the {what}")
-        raise StoreError(f"{what} failed at {response.request.url.copy_with(query=None)}: "
-                         f"HTTP {response.status_code} {detail}")
+        raise StoreError(
+            f"{what} failed at {response.request.url.copy_with(query=None)}: "
+            f"HTTP {response.status_code} {detail}"
+        )
 
-    def _dataset_params(self, default_graph: Sequence[str] | None,
-                        named_graphs: Sequence[str] | None) -> list[tuple[str, str]]:
+    def _dataset_params(
+        self, default_graph: Sequence[str] | None, named_graphs: Sequence[str] | None
+    ) -> list[tuple[str, str]]:
         params = [("default-graph-uri", g) for g in default_graph or ()]
         params += [("named-graph-uri", g) for g in named_graphs or ()]
         return params
@@ -167,13 +170,19 @@ class RemoteStore:
         if base_iri is not None:
             # The protocol has no base IRI parameter: a BASE declaration may lead the prologue.
             sparql = f"BASE {NamedNode(base_iri)}\n{sparql}"
-        response = self._check(self._send(
-            "POST", self.query_url,
-            params=self._dataset_params(default_graph, named_graphs),
-            content=sparql.encode("utf-8"),
-            headers={"Content-Type": "application/sparql-query; charset=utf-8",
-                     "Accept": _ACCEPT_QUERY},
-        ), "query")
+        response = self._check(
+            self._send(
+                "POST",
+                self.query_url,
+                params=self._dataset_params(default_graph, named_graphs),
+                content=sparql.encode("utf-8"),
+                headers={
+                    "Content-Type": "application/sparql-query; charset=utf-8",
+                    "Accept": _ACCEPT_QUERY,
+                },
+            ),
+            "query",
+        )
         media = response.headers.get("content-type", "").split(";")[0].strip().lower()
         results_format = QueryResultsFormat.from_media_type(media) if media else None
         if results_format is not None:
@@ -186,10 +195,15 @@ class RemoteStore:
     def update(self, sparql: str) -> None:
         """Send a SPARQL update."""
         self._check_writable()
-        self._check(self._send(
-            "POST", self.update_url, content=sparql.encode("utf-8"),
-            headers={"Content-Type": "application/sparql-update; charset=utf-8"},
-        ), "update")
+        self._check(
+            self._send(
+                "POST",
+                self.update_url,
+                content=sparql.encode("utf-8"),
+                headers={"Content-Type": "application/sparql-update; charset=utf-8"},
+            ),
+            "update",
+        )
 
     def paper_hashes(self, ids: Sequence[str]) -> dict[str, str]:
         """Stored content hashes, looked up in batches through ``paper-hashes.rq``."""
@@ -254,20 +268,30 @@ class RemoteStore:
         """The dataset (GSP ``GET`` of the whole store), or the union graph for triple formats."""
         if not fmt.supports_datasets:
             # Straight from the CONSTRUCT's N-Triples: no in-memory copy of the graph.
-            response = self._check(self._send(
-                "POST", self.query_url, content=_named_query("union-graph").encode("utf-8"),
-                headers={"Content-Type": "application/sparql-query; charset=utf-8",
-                         "Accept": _NTRIPLES},
-            ), "dump")
+            response = self._check(
+                self._send(
+                    "POST",
+                    self.query_url,
+                    content=_named_query("union-graph").encode("utf-8"),
+                    headers={
+                        "Content-Type": "application/sparql-query; charset=utf-8",
+                        "Accept": _NTRIPLES,
+                    },
+                ),
+                "dump",
+            )
             triples = (q.triple for q in parse(response.content, RdfFormat.N_TRIPLES))
             serialize(triples, output, fmt, prefixes=PREFIXES)
             return
-        response = self._check(self._send("GET", self.store_url, headers={"Accept": _NQUADS}),
-                               "dump")
+        response = self._check(
+            self._send("GET", self.store_url, headers={"Accept": _NQUADS}), "dump"
+        )
         media = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if media != _NQUADS:
-            raise StoreError(f"the SPARQL store at {self.store_url} cannot export the whole "
-                             f"dataset as N-Quads (it answered {media!r})")
+            raise StoreError(
+                f"the SPARQL store at {self.store_url} cannot export the whole "
+                f"dataset as N-Quads (it answered {media!r})"
+            )
         if fmt == RdfFormat.N_QUADS:
             output.write(response.content)
             return
@@ -298,8 +322,9 @@ class RemoteStore:
         """Load ``ontology/kg.ttl`` into its graph unless this version is already there."""
         source = (ontology_dir() / "kg.ttl").read_bytes()
         digest = sha256(source)
-        marker = self.query(_named_query("ontology-marker"),
-                            substitutions={"hash": Literal(digest)})
+        marker = self.query(
+            _named_query("ontology-marker"), substitutions={"hash": Literal(digest)}
+        )
         if bool(marker):
             return
         triples = [q.triple for q in parse(source, RdfFormat.TURTLE)]
@@ -316,7 +341,8 @@ class RemoteStore:
                 raise StoreError(
                     f"the default graph of the SPARQL store at {self.location} is not the union "
                     "of its named graphs; start it with `oxigraph serve --union-default-graph` "
-                    "(or configure the server's union default graph)")
+                    "(or configure the server's union default graph)"
+                )
 
     def _select(self, sparql: str) -> QuerySolutions:
         result = self.query(sparql)
@@ -325,18 +351,28 @@ class RemoteStore:
         return result
 
     def _put_graph(self, graph: NamedNode, triples: Sequence[Triple]) -> None:
-        self._check(self._send(
-            "PUT", self.store_url, params={"graph": graph.value},
-            content=serialize(triples, format=RdfFormat.N_TRIPLES),
-            headers={"Content-Type": _NTRIPLES},
-        ), "graph write")
+        self._check(
+            self._send(
+                "PUT",
+                self.store_url,
+                params={"graph": graph.value},
+                content=serialize(triples, format=RdfFormat.N_TRIPLES),
+                headers={"Content-Type": _NTRIPLES},
+            ),
+            "graph write",
+        )
 
     def _post_graph(self, graph: NamedNode, triples: Sequence[Triple]) -> None:
-        self._check(self._send(
-            "POST", self.store_url, params={"graph": graph.value},
-            content=serialize(triples, format=RdfFormat.N_TRIPLES),
-            headers={"Content-Type": _NTRIPLES},
-        ), "graph merge")
+        self._check(
+            self._send(
+                "POST",
+                self.store_url,
+                params={"graph": graph.value},
+                content=serialize(triples, format=RdfFormat.N_TRIPLES),
+                headers={"Content-Type": _NTRIPLES},
+            ),
+            "graph merge",
+        )
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -353,7 +389,7 @@ def _as_query_triples(data: bytes, fmt: RdfFormat) -> QueryResult:
 
 def _chunks(rows: list, size: int) -> Iterator[list]:
     for start in range(0, len(rows), size):
-        yield rows[start:start + size]
+        yield rows[start : start + size]
 
 
 # ------------------------------------------------------------ VALUES injection
@@ -440,8 +476,10 @@ def _where_groups(sparql: str) -> tuple[int, list[int], int, bool]:
                 # CONSTRUCT's first group is its template, unless it is the
                 # short form CONSTRUCT WHERE { … }, which has no separate pattern.
                 if form == "CONSTRUCT" and groups_at_top == 1 and previous == "WHERE":
-                    raise ValueError("bindings need CONSTRUCT { … } WHERE { … }, "
-                                     "not the short form CONSTRUCT WHERE { … }")
+                    raise ValueError(
+                        "bindings need CONSTRUCT { … } WHERE { … }, "
+                        "not the short form CONSTRUCT WHERE { … }"
+                    )
                 if top < 0 and not (form == "CONSTRUCT" and groups_at_top == 1):
                     top = at
             if top >= 0 and previous != "VALUES":  # a VALUES data block is not a group

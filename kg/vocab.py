@@ -82,8 +82,17 @@ KG = _Namespace(
         "sourceFile",
         "sourceId",
         # results
-        "Result", "reportsResult", "resultValue", "resultMetric", "resultDataset", "resultTask",
-        "resultMethod", "fromClaim", "isProposed", "isRelative", "higherIsBetter",
+        "Result",
+        "reportsResult",
+        "resultValue",
+        "resultMetric",
+        "resultDataset",
+        "resultTask",
+        "resultMethod",
+        "fromClaim",
+        "isProposed",
+        "isRelative",
+        "higherIsBetter",
     ),
 )
 

@@ -68,6 +68,7 @@ def _data_token(request: Request) -> object:
         return ("generation", generation)
     return ("clock", int(time.monotonic() // STALE_AFTER))
 
+
 def _problem(exc: GraphViewError) -> Exception:
     if exc.status == 404:
         return NotFound(str(exc), parameter=exc.param)
@@ -109,8 +110,11 @@ async def get_graph(
     ] = None,
     focus: Annotated[
         str | None,
-        Query(description="A paper or entity (IRI, `task/unlearning`, paper id, or key): "
-                          "draw its neighbourhood only", max_length=2000),
+        Query(
+            description="A paper or entity (IRI, `task/unlearning`, paper id, or key): "
+            "draw its neighbourhood only",
+            max_length=2000,
+        ),
     ] = None,
     depth: Annotated[int, Query(ge=1, le=MAX_DEPTH, description="Hops around the focus")] = 1,
     types: Annotated[
@@ -131,12 +135,17 @@ async def get_graph(
     """The graph, or a neighbourhood, as GraphML, GEXF, Cytoscape JSON, D3 JSON, DOT or CSV."""
     exporter = _choose_exporter(request, format)
     if projection not in PROJECTIONS:
-        raise InvalidParameter(f"projection must be one of {', '.join(PROJECTIONS)}",
-                               parameter="projection")
+        raise InvalidParameter(
+            f"projection must be one of {', '.join(PROJECTIONS)}", parameter="projection"
+        )
     try:
         graph_request = GraphRequest(
-            focus=focus or None, depth=depth, types=parse_types(types),
-            min_support=min_support, limit=limit, projection=projection,  # type: ignore[arg-type]
+            focus=focus or None,
+            depth=depth,
+            types=parse_types(types),
+            min_support=min_support,
+            limit=limit,
+            projection=projection,  # type: ignore[arg-type]
         )
     except GraphViewError as exc:
         raise _problem(exc) from None
@@ -145,12 +154,18 @@ async def get_graph(
     settings = get_settings(request)
 
     def work() -> tuple[bytes, dict[str, Any]]:
-        data = bounded_data(store, graph_request, _graph_data, token,
-                            max_papers=settings.graph_max_papers,
-                            max_nodes=settings.graph_max_nodes)
+        data = bounded_data(
+            store,
+            graph_request,
+            _graph_data,
+            token,
+            max_papers=settings.graph_max_papers,
+            max_nodes=settings.graph_max_nodes,
+        )
         graph = build_graph(store, graph_request, data=data)
         return exporter.write(graph), dict(graph.graph) | {
-            "nodes": graph.number_of_nodes(), "edges": graph.number_of_edges()
+            "nodes": graph.number_of_nodes(),
+            "edges": graph.number_of_edges(),
         }
 
     try:
@@ -176,8 +191,12 @@ async def get_graph(
 async def graph_formats() -> list[dict[str, str]]:
     """Every export format: name, media type, file extension, description."""
     return [
-        {"name": e.name, "media_type": e.media_type, "extension": e.extension,
-         "description": e.description}
+        {
+            "name": e.name,
+            "media_type": e.media_type,
+            "extension": e.extension,
+            "description": e.description,
+        }
         for e in exporters.EXPORTERS.values()
     ]
 
@@ -197,8 +216,14 @@ async def graph_search(
 @router.get("/graph/node", summary="One node for the explorer's side panel")
 async def graph_node(
     request: Request,
-    id: Annotated[str, Query(min_length=1, max_length=2000,
-                             description="IRI, `task/unlearning`, paper id or entity key")],
+    id: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=2000,
+            description="IRI, `task/unlearning`, paper id or entity key",
+        ),
+    ],
 ) -> dict[str, Any]:
     """Label, type, aliases, papers (with abstract snippets), entities of a paper, and claims."""
     store = get_store(request)
@@ -226,4 +251,3 @@ async def explorer() -> FileResponse:
 async def favicon() -> FileResponse:
     """The site icon (browsers ask for it on every page, the SPARQL editor's too)."""
     return FileResponse(EXPLORER / "favicon.svg", media_type="image/svg+xml")
-

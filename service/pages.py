@@ -352,7 +352,9 @@ def deref_paper(
         iri = paper_iri(paper_id).value
         compared = index.compare([iri])
         return paper_page(
-            detail, path=path, json_href=json_href,
+            detail,
+            path=path,
+            json_href=json_href,
             results=compared[0]["results"] if compared else [],
             related=index.related(iri, 10) or [],
         )

@@ -213,7 +213,7 @@ class RecordResult(BaseModel):
     source_id: str | None = Field(None, description="The id the record gave, if any")
     status: str = Field(
         description="added, updated, unchanged, duplicate, rejected (bad record) or failed "
-                    "(the extractor failed on it: a server-side error, logged)"
+        "(the extractor failed on it: a server-side error, logged)"
     )
     reason: str | None = None
     href: str | None = None
@@ -229,4 +229,3 @@ class IngestResponse(BaseModel):
     duplicates: int
     rejected: int
     results: list[RecordResult]
-

@@ -43,7 +43,7 @@ def test_papers_by_task_and_detail(base: str) -> None:
             assert UNLEARNING in {t["iri"] for t in paper["tasks"]}
             for task in paper["tasks"]:
                 for m in task["mentions"]:
-                    assert paper["abstract"][m["start"]:m["end"]] == m["text"]
+                    assert paper["abstract"][m["start"] : m["end"]] == m["text"]
         entity = client.get("/entities/task/unlearning").json()
         assert entity["paper_count"] == page["total"]
         assert client.get("/openapi.json").json()["paths"]["/papers"]["get"]["summary"]
@@ -55,12 +55,16 @@ def test_dereference_over_http(base: str) -> None:
         assert ttl.status_code == 200 and ttl.headers["content-type"].startswith("text/turtle")
         assert 'rel="alternate"' in ttl.headers["link"]
         graph = rdflib.Graph().parse(data=ttl.text, format="turtle")
-        assert (rdflib.URIRef(UNLEARNING), rdflib.RDF.type,
-                rdflib.URIRef("https://w3id.org/mlkg/ontology#Task")) in graph
+        assert (
+            rdflib.URIRef(UNLEARNING),
+            rdflib.RDF.type,
+            rdflib.URIRef("https://w3id.org/mlkg/ontology#Task"),
+        ) in graph
         html = client.get("/id/task/unlearning", headers={"Accept": "text/html"})
         assert html.headers["content-type"].startswith("text/html") and "<h1>" in html.text
-        json_ = client.get("/id/task/unlearning", headers={"Accept": "application/json"},
-                           follow_redirects=True)
+        json_ = client.get(
+            "/id/task/unlearning", headers={"Accept": "application/json"}, follow_redirects=True
+        )
         assert json_.json()["iri"] == UNLEARNING
 
 
@@ -97,18 +101,21 @@ def test_ingest_and_delete_over_http(base: str) -> None:
     auth = {"Authorization": f"Bearer {TOKEN}"}
     with httpx.Client(base_url=base, timeout=120) as client:
         problem(client.post("/papers", json=record), 401)
-        problem(client.post("/papers", json=record, headers={"Authorization": "Bearer wrong"}),
-                403)
+        problem(client.post("/papers", json=record, headers={"Authorization": "Bearer wrong"}), 403)
         created = client.post("/papers", json=[record], headers=auth)
         assert created.status_code == 201, created.text
         result = created.json()["results"][0]
         assert result["status"] == "added" and result["source_id"] == "e2e-paper"
         assert client.get("/papers/e2e-paper").json()["title"] == record["title"]
         # The SPARQL endpoint (query workers) sees the write too.
-        ask = client.get("/sparql", params={
-            "query": f"ASK {{ <https://w3id.org/mlkg/id/paper/{result['id']}> a "
-                     "<https://w3id.org/mlkg/ontology#Paper> }"},
-            headers={"Accept": "application/sparql-results+json"})
+        ask = client.get(
+            "/sparql",
+            params={
+                "query": f"ASK {{ <https://w3id.org/mlkg/id/paper/{result['id']}> a "
+                "<https://w3id.org/mlkg/ontology#Paper> }"
+            },
+            headers={"Accept": "application/sparql-results+json"},
+        )
         assert ask.json()["boolean"] is True
         assert client.delete("/papers/e2e-paper", headers=auth).status_code == 204
         problem(client.get("/papers/e2e-paper"), 404)

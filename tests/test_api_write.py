@@ -43,8 +43,9 @@ def assert_problem(response: Any, status: int) -> dict[str, Any]:
 
 @pytest.fixture
 def writable(store_copy: Path, extractor: object) -> Iterator[TestClient]:
-    settings = Settings(store=str(store_copy), update_token=TOKEN, query_workers=1,
-                        log_level="warning")
+    settings = Settings(
+        store=str(store_copy), update_token=TOKEN, query_workers=1, log_level="warning"
+    )
     app = create_app(settings)
     with TestClient(app, raise_server_exceptions=False) as client:
         app.state.extractor = extractor  # the session's spaCy pipeline: no second load
@@ -66,8 +67,9 @@ def test_read_only_service_refuses_writes(read_only: TestClient) -> None:
 def test_token_required(writable: TestClient) -> None:
     body = assert_problem(writable.post("/papers", json=GOOD), 401)
     assert "Bearer" in body["detail"]
-    assert_problem(writable.post("/papers", json=GOOD, headers={"Authorization": "Bearer nope"}),
-                   403)
+    assert_problem(
+        writable.post("/papers", json=GOOD, headers={"Authorization": "Bearer nope"}), 403
+    )
     first = writable.get("/papers?limit=1").json()["items"][0]
     assert_problem(writable.delete(first["href"]), 401)
     assert_problem(writable.delete(first["href"], headers={"Authorization": "Basic x"}), 401)
@@ -122,8 +124,9 @@ def test_post_bad_bodies(writable: TestClient) -> None:
     assert [e["record"] for e in body["errors"]] == [1, 2]
     assert_problem(writable.post("/papers", json=[], headers=AUTH), 422)
     assert_problem(writable.post("/papers", json=[GOOD] * 101, headers=AUTH), 422)
-    broken = writable.post("/papers", content=b"{not json", headers={
-        **AUTH, "Content-Type": "application/json"})
+    broken = writable.post(
+        "/papers", content=b"{not json", headers={**AUTH, "Content-Type": "application/json"}
+    )
     assert_problem(broken, 422)
     assert writable.get("/stats").json()["counts"]["papers"] == 37
 
@@ -176,7 +179,7 @@ def test_extractor_failure_is_isolated_per_record(writable: TestClient, extracto
         {"abstract": GOOD["abstract"], "id": "bad\nid"},
         {"abstract": GOOD["abstract"] + "\x00"},
         {"abstract": "word " * 10_000},
-        {"abstract": "\"} UNION { ?s ?p ?o } # " * 3},
+        {"abstract": '"} UNION { ?s ?p ?o } # ' * 3},
     ],
 )
 def test_hostile_records_are_rejected_not_500(writable: TestClient, record: dict) -> None:
@@ -186,8 +189,14 @@ def test_hostile_records_are_rejected_not_500(writable: TestClient, record: dict
 
 
 def test_odd_but_usable_fields(writable: TestClient) -> None:
-    odd = {**GOOD, "id": "odd/id with spaces", "year": "not a year", "authors": {"x": 1},
-           "keywords": "a; b", "title": ["Two", "parts"]}
+    odd = {
+        **GOOD,
+        "id": "odd/id with spaces",
+        "year": "not a year",
+        "authors": {"x": 1},
+        "keywords": "a; b",
+        "title": ["Two", "parts"],
+    }
     response = writable.post("/papers", json=odd, headers=AUTH)
     assert response.status_code == 201, response.text
     paper = writable.get("/papers/odd%2Fid%20with%20spaces")

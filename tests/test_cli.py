@@ -32,7 +32,15 @@ EXTRACT_KEYS = {
 RESULT_KEYS = {"value", "metric", "dataset", "task", "method", "proposed", "relative", "claim"}
 ENTITY_KEYS = {"label", "iri", "mentions"}
 CLAIM_KEYS = {
-    "text", "start", "end", "kind", "subject", "values", "metric", "dataset", "baseline",
+    "text",
+    "start",
+    "end",
+    "kind",
+    "subject",
+    "values",
+    "metric",
+    "dataset",
+    "baseline",
 }
 
 

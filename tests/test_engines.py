@@ -23,8 +23,9 @@ def cluster() -> Iterator[object]:
     """Two single-threaded worker processes, as on two machines."""
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                      dashboard_address=None) as local:
+    with LocalCluster(
+        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+    ) as local:
         yield local
 
 
@@ -98,9 +99,23 @@ def test_the_window_bounds_what_is_read_ahead(cluster) -> None:  # noqa: ANN001
 def test_cli_ingest_on_the_cluster(cluster, sample_store: Path, tmp_path: Path) -> None:  # noqa: ANN001
     target = tmp_path / "cli-store"
     done = subprocess.run(
-        [sys.executable, "-m", "kg", "ingest", "--store", str(target), "--engine", "dask",
-         "--scheduler", cluster.scheduler_address, "--json"],
-        capture_output=True, text=True, cwd=REPO, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "kg",
+            "ingest",
+            "--store",
+            str(target),
+            "--engine",
+            "dask",
+            "--scheduler",
+            cluster.scheduler_address,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr
     assert '"added": 37' in done.stdout

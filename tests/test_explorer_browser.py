@@ -24,15 +24,22 @@ from tests.helpers import REPO, running_server
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(),
-                       reason="Debian's chromium is not installed at /usr/bin/chromium "
-                              "(apt-get install chromium)"),
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason="Debian's chromium is not installed at /usr/bin/chromium (apt-get install chromium)",
+    ),
 ]
 
 
@@ -65,12 +72,18 @@ def page(server: str):  # noqa: ANN201
         try:
             tab = browser.new_page(viewport={"width": 1400, "height": 860})
             tab.set_default_timeout(60_000)
-            tab.on("console", lambda m: errors.append(f"console.{m.type}: {m.text}")
-                   if m.type == "error" else None)
+            tab.on(
+                "console",
+                lambda m: (
+                    errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None
+                ),
+            )
             tab.on("pageerror", lambda exc: errors.append(f"uncaught: {exc}"))
             tab.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
-            tab.on("response", lambda r: errors.append(f"HTTP {r.status}: {r.url}")
-                   if r.status >= 400 else None)
+            tab.on(
+                "response",
+                lambda r: errors.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None,
+            )
             tab.errors = errors  # type: ignore[attr-defined]
             yield tab
         finally:

@@ -209,8 +209,9 @@ def test_focus_by_key_and_by_paper_id(store: GraphStore, unlearning: dict) -> No
 def test_types_filter(store: GraphStore) -> None:
     graph = build_graph(store, GraphRequest(types=parse_types("task,Paper")))
     assert {t for _n, t in graph.nodes(data="type")} == {"Task", "Paper"}
-    entity_only = build_graph(store, GraphRequest(types=parse_types("Method,Task"),
-                                                  projection="entity"))
+    entity_only = build_graph(
+        store, GraphRequest(types=parse_types("Method,Task"), projection="entity")
+    )
     assert {t for _n, t in entity_only.nodes(data="type")} <= {"Method", "Task"}
     for a, b, pred in entity_only.edges(data="predicate"):
         types = {entity_only.nodes[a]["type"], entity_only.nodes[b]["type"]}
@@ -224,7 +225,8 @@ def test_min_support(store: GraphStore) -> None:
     assert all(graph.degree(n) > 0 for n in graph)
     bipartite = build_graph(store, GraphRequest(min_support=2))
     assert all(
-        attrs["paper_count"] >= 2 for _n, attrs in bipartite.nodes(data=True)
+        attrs["paper_count"] >= 2
+        for _n, attrs in bipartite.nodes(data=True)
         if attrs["type"] != "Paper"
     )
 
@@ -311,8 +313,13 @@ def test_dot_quotes_hostile_labels() -> None:
     nasty = 'a "quoted" \\ back\\slash\nnew line; {braces} -> arrow'
     graph.add_node("https://w3id.org/mlkg/id/task/a%22b", label=nasty, type="Task", paper_count=2)
     graph.add_node("https://w3id.org/mlkg/id/paper/x:y", label="p", type="Paper", paper_count=1)
-    graph.add_edge("https://w3id.org/mlkg/id/paper/x:y", "https://w3id.org/mlkg/id/task/a%22b",
-                   predicate="p", weight=1, papers=["https://w3id.org/mlkg/id/paper/x:y"])
+    graph.add_edge(
+        "https://w3id.org/mlkg/id/paper/x:y",
+        "https://w3id.org/mlkg/id/task/a%22b",
+        predicate="p",
+        weight=1,
+        papers=["https://w3id.org/mlkg/id/paper/x:y"],
+    )
     doc = _dot_json(write_dot(graph))
     assert len(doc["objects"]) == 2 and len(doc["edges"]) == 1
     label = next(o["label"] for o in doc["objects"] if o["type"] == "Task")
@@ -339,24 +346,39 @@ def test_registry_names_and_media_types() -> None:
 # ------------------------------------------------------------------ CLI
 
 
-def test_cli_graph_writes_each_format(sample_store: Path, tmp_path: Path,
-                                      sparql_counts: dict) -> None:
+def test_cli_graph_writes_each_format(
+    sample_store: Path, tmp_path: Path, sparql_counts: dict
+) -> None:
     runner = CliRunner()
     for name in ("gexf", "d3"):
         out = tmp_path / f"g.{name}"
-        result = runner.invoke(cli, ["graph", "--store", str(sample_store), "--format", name,
-                                     "--out", str(out)])
+        result = runner.invoke(
+            cli, ["graph", "--store", str(sample_store), "--format", name, "--out", str(out)]
+        )
         assert result.exit_code == 0, result.output
         nodes, edges = read_back(name, out.read_bytes())
         assert len(nodes) == sparql_counts["bipartite"]["nodes"]
         assert len(edges) == sparql_counts["bipartite"]["edges"]
-    cut = runner.invoke(cli, ["graph", "--store", str(sample_store), "--format", "d3",
-                              "--projection", "entity", "--limit", "3"])
+    cut = runner.invoke(
+        cli,
+        [
+            "graph",
+            "--store",
+            str(sample_store),
+            "--format",
+            "d3",
+            "--projection",
+            "entity",
+            "--limit",
+            "3",
+        ],
+    )
     assert cut.exit_code == 0
     assert len(json.loads(cut.stdout)["nodes"]) == 3
     assert "cut from" in cut.stderr
-    bad = runner.invoke(cli, ["graph", "--store", str(sample_store), "--depth", "7",
-                              "--focus", "x"])
+    bad = runner.invoke(
+        cli, ["graph", "--store", str(sample_store), "--depth", "7", "--focus", "x"]
+    )
     assert bad.exit_code == 2 and "--depth" in bad.stderr and "Traceback" not in bad.output
 
 
@@ -387,13 +409,17 @@ def test_rest_graph_by_format_and_by_accept(server: str, sparql_counts: dict, na
 
 
 def test_rest_graph_neighbourhood_limit_and_download(server: str, unlearning: dict) -> None:
-    r = httpx.get(f"{server}/graph", params={"format": "cytoscape", "focus": unlearning["iri"],
-                                             "depth": 2}, timeout=30)
+    r = httpx.get(
+        f"{server}/graph",
+        params={"format": "cytoscape", "focus": unlearning["iri"], "depth": 2},
+        timeout=30,
+    )
     assert r.status_code == 200
     ids = {n["data"]["id"] for n in r.json()["elements"]["nodes"]}
     assert unlearning["papers"] <= ids
-    r = httpx.get(f"{server}/graph", params={"format": "d3", "limit": 4, "download": "true"},
-                  timeout=30)
+    r = httpx.get(
+        f"{server}/graph", params={"format": "d3", "limit": 4, "download": "true"}, timeout=30
+    )
     assert r.status_code == 200
     assert r.headers["x-graph-truncated"] == "true"
     assert int(r.headers["x-graph-total-nodes"]) > 4
@@ -415,8 +441,9 @@ def test_rest_graph_neighbourhood_limit_and_download(server: str, unlearning: di
         ({}, {"Accept": "image/png"}, 406, None),
     ],
 )
-def test_rest_graph_errors_are_problems(server: str, params: dict, headers: dict, status: int,
-                                        parameter: str | None) -> None:
+def test_rest_graph_errors_are_problems(
+    server: str, params: dict, headers: dict, status: int, parameter: str | None
+) -> None:
     r = httpx.get(f"{server}/graph", params=params, headers=headers, timeout=30)
     assert r.status_code == status, r.text
     assert r.headers["content-type"].startswith("application/problem+json")
@@ -443,8 +470,12 @@ def test_rest_search_node_formats_and_page(server: str, unlearning: dict) -> Non
     assert httpx.get(f"{server}/graph/queries/../../etc", timeout=30).status_code == 404
     page = httpx.get(f"{server}/", timeout=30)
     assert page.status_code == 200 and "cytoscape.min.js" in page.text
-    for asset in ("vendor/cytoscape.min.js", "vendor/cytoscape-fcose.js",
-                  "explorer/explorer.js", "explorer/explorer.css"):
+    for asset in (
+        "vendor/cytoscape.min.js",
+        "vendor/cytoscape-fcose.js",
+        "explorer/explorer.js",
+        "explorer/explorer.css",
+    ):
         assert httpx.get(f"{server}/static/{asset}", timeout=30).status_code == 200, asset
 
 
@@ -454,6 +485,7 @@ def test_rest_graph_sees_writes(sample_store: Path, tmp_path: Path) -> None:
     shutil.copytree(sample_store, copy)
     token = "graph-test-token"
     with running_server(copy, env={"KG_UPDATE_TOKEN": token}) as base:
+
         def papers() -> int:
             r = httpx.get(f"{base}/graph", params={"format": "d3", "types": "Paper"}, timeout=60)
             assert r.status_code == 200, r.text
@@ -465,13 +497,15 @@ def test_rest_graph_sees_writes(sample_store: Path, tmp_path: Path) -> None:
             "id": "graph-cache-test",
             "title": "Gradient surgery for machine unlearning",
             "abstract": "We propose gradient surgery, a method for machine unlearning in large "
-                        "language models, and evaluate it on the TOFU benchmark, where it "
-                        "improves forget quality by 12% over gradient ascent.",
+            "language models, and evaluate it on the TOFU benchmark, where it "
+            "improves forget quality by 12% over gradient ascent.",
         }
-        r = httpx.post(f"{base}/papers", json=record, timeout=300,
-                       headers={"Authorization": f"Bearer {token}"})
+        r = httpx.post(
+            f"{base}/papers", json=record, timeout=300, headers={"Authorization": f"Bearer {token}"}
+        )
         assert r.status_code == 201, r.text
         assert papers() == before + 1
-        found = httpx.get(f"{base}/graph", params={"format": "d3", "focus": "graph-cache-test"},
-                          timeout=60).json()
+        found = httpx.get(
+            f"{base}/graph", params={"format": "d3", "focus": "graph-cache-test"}, timeout=60
+        ).json()
         assert {n["label"] for n in found["nodes"]} >= {"Gradient surgery for machine unlearning"}

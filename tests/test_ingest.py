@@ -133,8 +133,8 @@ def test_same_abstract_in_two_files_is_one_paper(tmp_path: Path, extractor) -> N
     assert (report.read, report.added, report.duplicates) == (2, 1, 1)
     assert list(store.paper_ids()) == [derived_id(abstract)]
     source_ids = [
-        q.object.value for q in store.raw.quads_for_pattern(paper_iri(derived_id(abstract)),
-                                                            KG.sourceId, None)
+        q.object.value
+        for q in store.raw.quads_for_pattern(paper_iri(derived_id(abstract)), KG.sourceId, None)
     ]
     assert source_ids == ["Forum42"]
     # The other order, into a fresh store: the same one paper.

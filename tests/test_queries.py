@@ -55,11 +55,11 @@ def test_subfolder_queries_are_internal() -> None:
     [
         ("SELECT ?x WHERE { ?x ?p ?o }\n", "title"),
         ("# title: Broken\nSELECT ?x WHERE { ?x ?p \n", "broken.rq"),
-        ("# title: T\n# param: thing iri \"x\"\nSELECT ?x WHERE { ?x ?p ?o }\n", "not a variable"),
-        ("# title: T\n# param: n whatever \"x\"\nSELECT ?n WHERE { ?n ?p ?o }\n", "param"),
-        ("# title: T\n# param: n int = abc \"x\"\nSELECT ?n WHERE { ?n ?p ?o }\n", "default"),
+        ('# title: T\n# param: thing iri "x"\nSELECT ?x WHERE { ?x ?p ?o }\n', "not a variable"),
+        ('# title: T\n# param: n whatever "x"\nSELECT ?n WHERE { ?n ?p ?o }\n', "param"),
+        ('# title: T\n# param: n int = abc "x"\nSELECT ?n WHERE { ?n ?p ?o }\n', "default"),
         # pyoxigraph refuses to substitute a variable the SELECT does not project
-        ("# title: T\n# param: n iri \"x\"\nSELECT ?x WHERE { ?x ?p ?n }\n", "broken.rq"),
+        ('# title: T\n# param: n iri "x"\nSELECT ?x WHERE { ?x ?p ?n }\n', "broken.rq"),
     ],
 )
 def test_bad_files_fail_at_load(tmp_path: Path, text: str, message: str) -> None:
@@ -81,17 +81,35 @@ def test_header_syntax(tmp_path: Path) -> None:
     assert query.title == "A query"
     assert query.description == "one two"
     assert [(p.name, p.type, p.default, p.required) for p in query.params] == [
-        ("who", "iri", None, True), ("n", "int", "5", False), ("label", "string", "", False),
+        ("who", "iri", None, True),
+        ("n", "int", "5", False),
+        ("label", "string", "", False),
     ]
 
 
 @pytest.mark.parametrize(
     ("ptype", "raw", "expected"),
     [
-        ("int", "42", Literal("42", datatype=NamedNode("http://www.w3.org/2001/XMLSchema#integer"))),
-        ("float", "-1.5e3", Literal("-1500.0", datatype=NamedNode("http://www.w3.org/2001/XMLSchema#double"))),
-        ("float", "-INF", Literal("-INF", datatype=NamedNode("http://www.w3.org/2001/XMLSchema#double"))),
-        ("bool", "true", Literal("true", datatype=NamedNode("http://www.w3.org/2001/XMLSchema#boolean"))),
+        (
+            "int",
+            "42",
+            Literal("42", datatype=NamedNode("http://www.w3.org/2001/XMLSchema#integer")),
+        ),
+        (
+            "float",
+            "-1.5e3",
+            Literal("-1500.0", datatype=NamedNode("http://www.w3.org/2001/XMLSchema#double")),
+        ),
+        (
+            "float",
+            "-INF",
+            Literal("-INF", datatype=NamedNode("http://www.w3.org/2001/XMLSchema#double")),
+        ),
+        (
+            "bool",
+            "true",
+            Literal("true", datatype=NamedNode("http://www.w3.org/2001/XMLSchema#boolean")),
+        ),
         ("string", '"} UNION { ?s ?p ?o', Literal('"} UNION { ?s ?p ?o')),
         ("iri", "https://w3id.org/mlkg/id/task/x", NamedNode("https://w3id.org/mlkg/id/task/x")),
     ],
@@ -103,9 +121,18 @@ def test_convert(ptype: str, raw: str, expected: object) -> None:
 @pytest.mark.parametrize(
     ("ptype", "raw"),
     [
-        ("int", "4.5"), ("int", "ten"), ("int", "9" * 40), ("float", "nan"), ("float", "1e99999"),
-        ("float", "abc"), ("bool", "maybe"), ("iri", "not an iri"), ("iri", "> { ?s ?p ?o"),
-        ("iri", "http://x/ y"), ("string", "x" * 5000), ("iri", "http://x/" + "a" * 5000),
+        ("int", "4.5"),
+        ("int", "ten"),
+        ("int", "9" * 40),
+        ("float", "nan"),
+        ("float", "1e99999"),
+        ("float", "abc"),
+        ("bool", "maybe"),
+        ("iri", "not an iri"),
+        ("iri", "> { ?s ?p ?o"),
+        ("iri", "http://x/ y"),
+        ("string", "x" * 5000),
+        ("iri", "http://x/" + "a" * 5000),
     ],
 )
 def test_convert_rejects(ptype: str, raw: str) -> None:

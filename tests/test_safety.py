@@ -63,8 +63,11 @@ def test_read_only_by_default(readonly: str) -> None:
     before = _count(readonly)
     update = "INSERT DATA { <http://example.org/s> <http://example.org/p> 1 }"
     for headers in ({}, AUTH):
-        response = httpx.post(readonly + "/sparql/update", content=update,
-                              headers={"Content-Type": "application/sparql-update", **headers})
+        response = httpx.post(
+            readonly + "/sparql/update",
+            content=update,
+            headers={"Content-Type": "application/sparql-update", **headers},
+        )
         assert response.status_code == 403
         _assert_problem(response, 403)
         assert "read-only" in response.json()["detail"]
@@ -72,16 +75,21 @@ def test_read_only_by_default(readonly: str) -> None:
 
 
 def test_update_token_401_403_and_success(writable: str) -> None:
-    update = ("INSERT DATA { GRAPH <http://example.org/g> "
-              "{ <http://example.org/s> <http://example.org/p> 1 } }")
+    update = (
+        "INSERT DATA { GRAPH <http://example.org/g> "
+        "{ <http://example.org/s> <http://example.org/p> 1 } }"
+    )
     ctype = {"Content-Type": "application/sparql-update"}
     before = _count(writable)
     missing = httpx.post(writable + "/sparql/update", content=update, headers=ctype)
     assert missing.status_code == 401
     assert missing.headers["www-authenticate"].startswith("Bearer")
     _assert_problem(missing, 401)
-    wrong = httpx.post(writable + "/sparql/update", content=update,
-                       headers={**ctype, "Authorization": "Bearer not-the-token"})
+    wrong = httpx.post(
+        writable + "/sparql/update",
+        content=update,
+        headers={**ctype, "Authorization": "Bearer not-the-token"},
+    )
     assert wrong.status_code == 403
     _assert_problem(wrong, 403)
     assert _count(writable) == before
@@ -89,8 +97,11 @@ def test_update_token_401_403_and_success(writable: str) -> None:
     assert ok.status_code == 204
     # The query workers see the write at once.
     assert _count(writable) == before + 1
-    form = httpx.post(writable + "/sparql/update", headers=AUTH,
-                      data={"update": "DROP GRAPH <http://example.org/g>"})
+    form = httpx.post(
+        writable + "/sparql/update",
+        headers=AUTH,
+        data={"update": "DROP GRAPH <http://example.org/g>"},
+    )
     assert form.status_code == 204
     assert _count(writable) == before
 
@@ -151,7 +162,10 @@ def test_service_is_refused(readonly: str, trap: tuple[str, list[str]], template
 
 def test_load_is_refused(writable: str, trap: tuple[str, list[str]]) -> None:
     url, hits = trap
-    for update in (f"LOAD <{url}data.ttl>", f"LOAD SILENT <{url}x> INTO GRAPH <http://example.org/g>"):
+    for update in (
+        f"LOAD <{url}data.ttl>",
+        f"LOAD SILENT <{url}x> INTO GRAPH <http://example.org/g>",
+    ):
         response = httpx.post(writable + "/sparql/update", data={"update": update}, headers=AUTH)
         assert response.status_code == 400
         _assert_problem(response, 400)
@@ -230,8 +244,11 @@ def test_a_worker_killed_mid_query_is_a_503_and_replaced(limited: tuple[str, Pat
     import threading
 
     result: dict[str, httpx.Response] = {}
-    thread = threading.Thread(target=lambda: result.setdefault(
-        "r", httpx.get(base + "/sparql", params={"query": RUNAWAY + " # killed"}, timeout=30)))
+    thread = threading.Thread(
+        target=lambda: result.setdefault(
+            "r", httpx.get(base + "/sparql", params={"query": RUNAWAY + " # killed"}, timeout=30)
+        )
+    )
     thread.start()
     time.sleep(0.3)
     before = _worker_pids(store)
@@ -266,12 +283,14 @@ def test_result_cap_is_413_never_truncated(limited: tuple[str, Path]) -> None:
 def test_oversized_request_body_is_413(sample_store: Path) -> None:
     with running_server(sample_store, env={"KG_MAX_REQUEST_BYTES": "1000"}) as base:
         big = "ASK { " + "?s ?p ?o . " * 200 + "}"
-        response = httpx.post(base + "/sparql", content=big,
-                              headers={"Content-Type": "application/sparql-query"})
+        response = httpx.post(
+            base + "/sparql", content=big, headers={"Content-Type": "application/sparql-query"}
+        )
         assert response.status_code == 413
         assert _assert_problem(response, 413)["limit"] == 1000
-        small = httpx.post(base + "/sparql", content="ASK {}",
-                           headers={"Content-Type": "application/sparql-query"})
+        small = httpx.post(
+            base + "/sparql", content="ASK {}", headers={"Content-Type": "application/sparql-query"}
+        )
         assert small.status_code == 200
 
 
@@ -298,8 +317,9 @@ def test_error_shape_is_pinned(readonly: str) -> None:
 
 def test_malformed_query_reports_line_and_column(readonly: str) -> None:
     query = "PREFIX kg: <https://w3id.org/mlkg/ontology#>\nSELECT * WHERE {\n  ?s kg:usesMethod \n}"
-    response = httpx.post(readonly + "/sparql", content=query,
-                          headers={"Content-Type": "application/sparql-query"})
+    response = httpx.post(
+        readonly + "/sparql", content=query, headers={"Content-Type": "application/sparql-query"}
+    )
     assert response.status_code == 400
     body = response.json()
     assert body["line"] in (3, 4)
@@ -312,11 +332,21 @@ BAD_REQUESTS = [
     ("POST", "/sparql", {"data": {"default-graph-uri": "http://example.org/"}}, 400),
     ("POST", "/sparql", {"content": b"ASK {}", "headers": {"Content-Type": "text/plain"}}, 415),
     ("POST", "/sparql", {"content": b"ASK {}"}, 415),
-    ("POST", "/sparql", {"content": "ASK {}".encode("utf-16"),
-                         "headers": {"Content-Type": "application/sparql-query; charset=utf-16"}},
-     415),
-    ("POST", "/sparql", {"content": b"ASK { \xff }",
-                         "headers": {"Content-Type": "application/sparql-query"}}, 400),
+    (
+        "POST",
+        "/sparql",
+        {
+            "content": "ASK {}".encode("utf-16"),
+            "headers": {"Content-Type": "application/sparql-query; charset=utf-16"},
+        },
+        415,
+    ),
+    (
+        "POST",
+        "/sparql",
+        {"content": b"ASK { \xff }", "headers": {"Content-Type": "application/sparql-query"}},
+        400,
+    ),
     ("GET", "/sparql?query=ASK%20%7B%7D&query=ASK%20%7B%7D", {}, 400),
     ("GET", "/sparql", {"params": {"query": "ASK {", "format": "json"}}, 400),
     ("GET", "/sparql", {"params": {"query": "ASK {}", "default-graph-uri": "not an iri"}}, 400),
@@ -327,8 +357,9 @@ BAD_REQUESTS = [
 
 
 @pytest.mark.parametrize(("method", "path", "kwargs", "status"), BAD_REQUESTS)
-def test_errors_are_problems_never_200(readonly: str, method: str, path: str, kwargs: dict,
-                                       status: int) -> None:
+def test_errors_are_problems_never_200(
+    readonly: str, method: str, path: str, kwargs: dict, status: int
+) -> None:
     response = httpx.request(method, readonly + path, **kwargs)
     assert response.status_code == status, response.text
     _assert_problem(response, status)
@@ -366,4 +397,3 @@ def _worker_pids(store: Path) -> set[int]:
         if b"service.worker" in argv and any(str(store).encode() in a for a in argv):
             found.add(int(entry.name))
     return found
-

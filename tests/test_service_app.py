@@ -60,8 +60,11 @@ def test_health_ready_and_cors(base: str) -> None:
     assert ready.status_code == 200
     assert ready.json()["status"] == "ready"
     assert ready.json()["writable"] is False
-    cors = httpx.get(base + "/sparql", params={"query": "ASK {}"},
-                     headers={"Origin": "https://elsewhere.example"})
+    cors = httpx.get(
+        base + "/sparql",
+        params={"query": "ASK {}"},
+        headers={"Origin": "https://elsewhere.example"},
+    )
     assert cors.headers["access-control-allow-origin"] == "*"
 
 
@@ -143,8 +146,11 @@ def test_several_workers_open_the_store_read_only(sample_store: Path, tmp_path: 
     with running_server(store, "--workers", "2", "--update-token", "a-long-secret") as url:
         ready = httpx.get(url + "/ready").json()
         assert ready["writable"] is False
-        response = httpx.post(url + "/sparql/update", data={"update": "CLEAR ALL"},
-                              headers={"Authorization": "Bearer a-long-secret"})
+        response = httpx.post(
+            url + "/sparql/update",
+            data={"update": "CLEAR ALL"},
+            headers={"Authorization": "Bearer a-long-secret"},
+        )
         assert response.status_code == 403
         assert "read-only" in response.json()["detail"]
         for _ in range(4):  # whichever worker answers, the data is there
@@ -153,8 +159,9 @@ def test_several_workers_open_the_store_read_only(sample_store: Path, tmp_path: 
 
 
 def test_python_dash_m_kg_runs_the_cli() -> None:
-    run = subprocess.run([sys.executable, "-m", "kg", "serve", "--help"],
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "kg", "serve", "--help"], capture_output=True, text=True, timeout=60
+    )
     assert run.returncode == 0
     for flag in ("--host", "--port", "--store", "--workers", "--update-token", "--query-timeout"):
         assert flag in run.stdout

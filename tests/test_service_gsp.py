@@ -37,16 +37,24 @@ def test_put_get_post_delete_a_graph(base: str) -> None:
     created = httpx.put(base + "/store", params={"graph": G}, content=body, headers={**TTL, **AUTH})
     assert created.status_code == 201
     assert _ask(base, f"ASK {{ GRAPH <{G}> {{ <http://example.org/s> ?p 1 }} }}")
-    added = httpx.post(base + "/store", params={"graph": G}, headers={**TTL, **AUTH},
-                       content="<http://example.org/s> <http://example.org/p> 2 .")
+    added = httpx.post(
+        base + "/store",
+        params={"graph": G},
+        headers={**TTL, **AUTH},
+        content="<http://example.org/s> <http://example.org/p> 2 .",
+    )
     assert added.status_code == 204
     nt = {"Accept": "application/n-triples"}
     got = httpx.get(base + "/store", params={"graph": G}, headers=nt)
     assert got.status_code == 200
     assert got.headers["content-type"].startswith("application/n-triples")
     assert len(list(parse(got.content, RdfFormat.N_TRIPLES))) == 2
-    replaced = httpx.put(base + "/store", params={"graph": G}, headers={**TTL, **AUTH},
-                         content="<http://example.org/s> <http://example.org/p> 3 .")
+    replaced = httpx.put(
+        base + "/store",
+        params={"graph": G},
+        headers={**TTL, **AUTH},
+        content="<http://example.org/s> <http://example.org/p> 3 .",
+    )
     assert replaced.status_code == 204
     assert not _ask(base, f"ASK {{ GRAPH <{G}> {{ ?s ?p 1 }} }}")
     deleted = httpx.delete(base + "/store", params={"graph": G}, headers=AUTH)
@@ -68,10 +76,24 @@ def test_paper_graph_as_turtle(base: str) -> None:
     ("method", "kwargs", "status"),
     [
         ("PUT", {"params": {"graph": G}, "content": "<a> <b> <c> .", "headers": TTL}, 401),
-        ("PUT", {"params": {"graph": G}, "content": "<http://a> <http://b> .",
-                 "headers": {**TTL, **AUTH}}, 400),
-        ("PUT", {"params": {"graph": G}, "content": "x",
-                 "headers": {"Content-Type": "application/pdf", **AUTH}}, 415),
+        (
+            "PUT",
+            {
+                "params": {"graph": G},
+                "content": "<http://a> <http://b> .",
+                "headers": {**TTL, **AUTH},
+            },
+            400,
+        ),
+        (
+            "PUT",
+            {
+                "params": {"graph": G},
+                "content": "x",
+                "headers": {"Content-Type": "application/pdf", **AUTH},
+            },
+            415,
+        ),
         ("DELETE", {"params": {"graph": "http://example.org/none"}, "headers": AUTH}, 404),
         ("GET", {"params": {"graph": G, "default": ""}}, 400),
         ("GET", {"params": {"graph": "not an iri"}}, 400),
@@ -86,6 +108,10 @@ def test_errors(base: str, method: str, kwargs: dict, status: int) -> None:
 
 def test_read_only_server_refuses_writes(sample_store: Path) -> None:
     with running_server(sample_store) as url:
-        response = httpx.put(url + "/store", params={"graph": G}, headers=TTL,
-                             content="<http://example.org/s> <http://example.org/p> 1 .")
+        response = httpx.put(
+            url + "/store",
+            params={"graph": G},
+            headers=TTL,
+            content="<http://example.org/s> <http://example.org/p> 1 .",
+        )
         assert response.status_code == 403

@@ -12,13 +12,21 @@ import pytest
 from tests.helpers import running_server
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+]
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(),
-                       reason="no Debian chromium at /usr/bin/chromium (apt-get install chromium)"),
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason="no Debian chromium at /usr/bin/chromium (apt-get install chromium)",
+    ),
 ]
 
 
@@ -54,8 +62,10 @@ def test_editor_runs_queries_and_draws_a_table(base: str) -> None:
             tab.select_option("#examples", "proposed-methods")
             assert "proposesMethod" in tab.input_value("#query")
             tab.click("#run")
-            tab.wait_for_function("!document.querySelector('#run').disabled "
-                                  "&& document.querySelector('#status').textContent !== 'Running…'")
+            tab.wait_for_function(
+                "!document.querySelector('#run').disabled "
+                "&& document.querySelector('#status').textContent !== 'Running…'"
+            )
             assert "error" not in (tab.get_attribute("#status", "class") or "")
             first = tab.locator("#results td.uri a").first
             assert first.get_attribute("href").startswith("/id/paper/")

@@ -22,10 +22,20 @@ def test_protocol_checker_passes_everything(tmp_path: Path) -> None:
         pytest.skip(f"{CHECKER} is not there (../shared is absent)")
     with running_server(tmp_path / "store", "--no-sample", "--update-token", TOKEN) as base:
         run = subprocess.run(
-            [sys.executable, str(CHECKER), "--query-url", base + "/sparql",
-             "--update-url", base + "/sparql/update",
-             "--header", f"Authorization: Bearer {TOKEN}", "--extras"],
-            capture_output=True, text=True, timeout=300,
+            [
+                sys.executable,
+                str(CHECKER),
+                "--query-url",
+                base + "/sparql",
+                "--update-url",
+                base + "/sparql/update",
+                "--header",
+                f"Authorization: Bearer {TOKEN}",
+                "--extras",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
     last = run.stdout.strip().splitlines()[-1]
     failures = [line for line in run.stdout.splitlines() if not line.startswith(("PASS", "#"))]

@@ -19,7 +19,7 @@ def ontology() -> rdflib.Graph:
 
 def defined_terms(graph: rdflib.Graph) -> set[str]:
     return {
-        str(s)[len(KG.iri):]
+        str(s)[len(KG.iri) :]
         for s in graph.subjects()
         if isinstance(s, rdflib.URIRef) and str(s).startswith(KG.iri)
     }
@@ -40,8 +40,11 @@ def test_the_ontology_has_no_term_the_code_lacks(ontology: rdflib.Graph) -> None
 def test_required_classes_and_alignments(ontology: rdflib.Graph) -> None:
     for name in ("Paper", "Task", "Method", "Dataset", "Metric", "Claim"):
         assert (rdflib.URIRef(KG.iri + name), RDF.type, OWL.Class) in ontology
-    assert (rdflib.URIRef(KG.iri + "Paper"), RDFS.subClassOf,
-            rdflib.URIRef("https://schema.org/ScholarlyArticle")) in ontology
+    assert (
+        rdflib.URIRef(KG.iri + "Paper"),
+        RDFS.subClassOf,
+        rdflib.URIRef("https://schema.org/ScholarlyArticle"),
+    ) in ontology
 
 
 def test_unknown_term_raises() -> None:

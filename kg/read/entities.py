@@ -87,8 +87,9 @@ def entity_detail(
     if index is not None:
         from kg.read import indexed
 
-        found = indexed.entity_detail(index, store, type_name, key, papers_limit=papers_limit,
-                                      related_limit=related_limit)
+        found = indexed.entity_detail(
+            index, store, type_name, key, papers_limit=papers_limit, related_limit=related_limit
+        )
         return _with_task_tree(store, type_name, found)
     iri = entity_iri(schema.kind(type_name).name, key)
     head = first(store, "entity", entity=iri)
