@@ -10,11 +10,7 @@
   const keyOf = (iri) => decodeURIComponent(iri.slice(iri.lastIndexOf("/") + 1));
   const page = "/static/explorer/results.html";
 
-  async function getJSON(url) {
-    const response = await fetch(url, { headers: { Accept: "application/json" } });
-    if (!response.ok) throw new Error(response.statusText);
-    return response.json();
-  }
+  const { getJSON } = window.kgDom;  // dom.js
 
   // A section whose content loads after the panel shows.
   function lazySection(el, title, id, load) {
