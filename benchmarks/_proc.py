@@ -1,11 +1,31 @@
-"""Process-tree memory sampling for the benchmarks (Linux ``/proc``)."""
+"""Process helpers for the benchmarks: process-tree memory sampling (Linux
+``/proc``) and the store a server benchmark runs on."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def prepare_store(store: Path, source: str | None) -> None:
+    """Make ``store``: a copy of the store directory ``source``, or, without one,
+    a fresh ingest of the bundled sample by ``kg ingest``."""
+    if source:
+        shutil.copytree(source, store)
+        return
+    subprocess.run(
+        [sys.executable, "-m", "kg", "ingest", "--store", str(store), "--progress", "none"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
 
 
 def _children() -> dict[int, list[int]]:

@@ -16,7 +16,6 @@ import argparse
 import json
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -29,6 +28,7 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks._proc import prepare_store  # noqa: E402
 from tests.helpers import running_server  # noqa: E402
 
 SLOW = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"
@@ -95,15 +95,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="kg-slow-"))
     store = work / "store"
     try:
-        if args.store:
-            shutil.copytree(args.store, store)
-        else:
-            subprocess.run(
-                [sys.executable, "-m", "kg", "ingest", "--store", str(store), "--progress", "none"],
-                cwd=REPO,
-                check=True,
-                capture_output=True,
-            )
+        prepare_store(store, args.store)
         with running_server(store, env={"KG_LOG_LEVEL": "warning"}) as base:
             print(json.dumps(measure(base, args.n)))
     finally:

@@ -41,7 +41,7 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks._proc import tree_rss_mb  # noqa: E402
+from benchmarks._proc import prepare_store, tree_rss_mb  # noqa: E402
 from tests.helpers import running_server  # noqa: E402
 
 TOKEN = "soak-token-0123456789"
@@ -278,15 +278,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="kg-soak-"))
     store = work / "store"
     try:
-        if args.store:
-            shutil.copytree(args.store, store)
-        else:
-            subprocess.run(
-                [sys.executable, "-m", "kg", "ingest", "--store", str(store), "--progress", "none"],
-                cwd=REPO,
-                check=True,
-                capture_output=True,
-            )
+        prepare_store(store, args.store)
         env = {"KG_UPDATE_TOKEN": TOKEN, "KG_LOG_LEVEL": "warning"}
         with running_server(store, env=env) as base:
             pid = _server_pid(base)
