@@ -57,7 +57,7 @@ def corpus_paths(name: str) -> list[str]:
 
 def _records(paths: list[str]) -> list:
     from kg.model import Record
-    from kg.readers import read_paths, unique
+    from kg.reading.readers import read_paths, unique
 
     return [r for r in unique(read_paths(paths)) if isinstance(r, Record)]
 
@@ -65,8 +65,8 @@ def _records(paths: list[str]) -> list:
 def step_bare(paths: list[str], processes: int, batch_size: int) -> dict:
     """Bare ``nlp.pipe`` of the extraction pipeline over the cleaned abstracts."""
     from benchmarks._proc import PeakSampler, tree_rss_mb
-    from kg import latex
     from kg.extraction.extractor import build_pipeline
+    from kg.reading import latex
 
     texts = [latex.clean(r.abstract).text for r in _records(paths)]
     nlp = build_pipeline()
@@ -82,10 +82,10 @@ def step_bare(paths: list[str], processes: int, batch_size: int) -> dict:
 def step_ingest(paths: list[str], processes: int, batch_size: int, engine: str) -> dict:
     """File → queryable embedded store, with the local or the Dask engine."""
     from benchmarks._proc import PeakSampler, tree_rss_mb
-    from kg.engines import make_extractor
+    from kg.extraction.engines import make_extractor
     from kg.ingest import ingest
-    from kg.queries import rows, run
-    from kg.store import open_store
+    from kg.store.embedded import open_store
+    from kg.store.queries import rows, run
 
     total = len(_records(paths))
     extractor = make_extractor(engine, processes=processes, batch_size=batch_size)

@@ -40,7 +40,7 @@ def _one(db: sqlite3.Connection, sql: str, *args: object) -> str:
 
 def endpoints(store: Path) -> list[str]:
     """The REST requests of the issue's list, with parameters from this store."""
-    from kg.index import index_path
+    from kg.store.index import index_path
 
     db = sqlite3.connect(f"file:{index_path(str(store))}?mode=ro", uri=True)
 

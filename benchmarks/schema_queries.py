@@ -24,11 +24,11 @@ sys.path.insert(0, str(REPO))
 
 from pyoxigraph import NamedNode, Variable  # noqa: E402
 
-from kg.mapping import map_paper  # noqa: E402
+from kg.mapping.papers import map_paper  # noqa: E402
 from kg.model import Entity, EntityType, Mention, PaperExtraction, Record  # noqa: E402
-from kg.queries import expand_schema  # noqa: E402
 from kg.resources import queries_dir  # noqa: E402
-from kg.store import open_store  # noqa: E402
+from kg.store.embedded import open_store  # noqa: E402
+from kg.store.queries import expand_schema  # noqa: E402
 from kg.vocab import entity_iri  # noqa: E402
 
 POOLS = {"TASK": (1500, 3), "METHOD": (15000, 8), "DATASET": (2500, 2), "METRIC": (800, 2)}

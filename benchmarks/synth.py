@@ -131,7 +131,7 @@ def derive_stats(store_dir: Path) -> dict[str, Any]:
     """The distributions synth.py draws from, read from a real store's index."""
     import sqlite3
 
-    from kg.index import index_path
+    from kg.store.index import index_path
 
     db = sqlite3.connect(f"file:{index_path(str(store_dir))}?mode=ro", uri=True)
     ents = db.execute(
@@ -374,8 +374,8 @@ def build(
 ) -> dict[str, float]:
     """Write ``papers`` synthetic papers (numbers ``start``…) into the store at
     ``store_dir`` through the mapping, the bulk loader and the index hook."""
-    from kg.mapping import map_paper
-    from kg.store import open_store
+    from kg.mapping.papers import map_paper
+    from kg.store.embedded import open_store
 
     gen = Generator(json.loads(stats.read_text()), seed)
     store = open_store(store_dir)

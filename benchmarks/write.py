@@ -32,8 +32,8 @@ def main() -> int:
     from pyoxigraph import Store
 
     from benchmarks.query import free_port, oxigraph_serve
-    from kg.mapping import PaperQuads
-    from kg.store import open_store
+    from kg.mapping.papers import PaperQuads
+    from kg.store.embedded import open_store
     from kg.vocab import paper_id_from_graph
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -1,5 +1,5 @@
 """``python -m kg``: the ``kg`` command line."""
 
-from kg.cli import main
+from kg.cli.main import main
 
 main()

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote
 
-from kg.mapping import PaperQuads, content_hash, map_paper
+from kg.mapping.papers import PaperQuads, content_hash, map_paper
 from kg.model import PaperExtraction, Record, Rejected
-from kg.queries import rows, run
-from kg.readers import Item, read_paths, unique
-from kg.store import GraphStore, StoreError
-from kg.taxonomy import derive_taxonomy
+from kg.reading.readers import Item, read_paths, unique
+from kg.store.embedded import GraphStore, StoreError
+from kg.store.queries import rows, run
+from kg.store.taxonomy import derive_taxonomy
 from kg.vocab import ID_PREFIX
 
 

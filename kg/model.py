@@ -2,7 +2,7 @@
 
 These classes are the contract between the stages. Readers produce
 :class:`Record`; extraction turns a record into a :class:`PaperExtraction`;
-:mod:`kg.mapping` turns that into quads. Offsets are always character offsets
+:mod:`kg.mapping.papers` turns that into quads. Offsets are always character offsets
 into ``Record.abstract`` exactly as read (LaTeX and all).
 """
 

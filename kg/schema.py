@@ -3,8 +3,8 @@ paper relates to each, and the kinds of claim.
 
 Everything that depends on the list of types is derived from here: the model's
 enums (:mod:`kg.model`), the vocabulary's terms (:mod:`kg.vocab`), the RDF
-mapping's edge properties (:mod:`kg.mapping`), the entity-type lists the named
-queries bind (:mod:`kg.queries`), the read model and its JSON keys
+mapping's edge properties (:mod:`kg.mapping.papers`), the entity-type lists the named
+queries bind (:mod:`kg.store.queries`), the read model and its JSON keys
 (:mod:`kg.read`), the REST routes and response models, graph views, exporters'
 colours, the CLI's choices and ``GET /schema``, which the explorer reads for
 its legend. Adding a type means adding an :class:`EntityKind` here, its class

@@ -20,7 +20,7 @@ from dataclasses import Field as DataclassField
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from kg.store_common import DEFAULT_STORE
+from kg.store.common import DEFAULT_STORE
 
 
 def _split(value: str) -> tuple[str, ...]:

@@ -1,7 +1,7 @@
 """The REST API: papers, entities, claims, search, stats and the named queries.
 
 Every handler answers from named queries in ``queries/*.rq`` (see
-:mod:`kg.queries`), with user input bound through pyoxigraph substitutions and
+:mod:`kg.store.queries`), with user input bound through pyoxigraph substitutions and
 never formatted into SPARQL. Most handlers are plain ``def`` functions run in
 FastAPI's thread pool; ``GET /papers``, the hot path, runs its indexed lookups
 on the event loop. The queries and the shaping of their results live in
@@ -26,10 +26,10 @@ from fastapi.responses import JSONResponse
 
 from kg import schema
 from kg.model import Rejected
-from kg.queries import MAX_STRING, default_registry
 from kg.read.base import MAX_FILTER, check_text
 from kg.read.papers import paper_detail, papers_page, resolve_paper_id
-from kg.store import GraphStore
+from kg.store.embedded import GraphStore
+from kg.store.queries import MAX_STRING, default_registry
 from service import api_entities, api_queries, pages
 from service.api_entities import TEXT, Limit, Offset
 from service.deps import get_settings, get_store, read_body, require_update_token
@@ -192,7 +192,7 @@ async def post_papers(
     The paper's id is the hash of its abstract; a record's own ``id`` is kept as
     ``source_id`` and ``/papers/{id}`` finds the paper by either. Each record's
     outcome is reported; bad records do not stop the others."""
-    from kg.readers import record_from_object  # the JSON-record rules `kg ingest` uses
+    from kg.reading.readers import record_from_object  # the JSON-record rules `kg ingest` uses
 
     # The body is read here, after the token dependency, and bounded while it streams.
     body = parse_json(await read_body(request), get_settings(request).max_json_depth)

@@ -17,11 +17,11 @@ from fastapi.responses import RedirectResponse
 
 from kg import schema
 from kg.model import ClaimKind
-from kg.queries import MAX_STRING
 from kg.read import entities as read_entities
 from kg.read import papers as read_papers
 from kg.read.base import MAX_FILTER, MAX_OFFSET, MAX_PAGE, TYPES, entity_href, entity_key, first
-from kg.store import GraphStore
+from kg.store.embedded import GraphStore
+from kg.store.queries import MAX_STRING
 from service.deps import get_store
 from service.errors import NotFound
 from service.rest_data import EntityKind, alternates, page_links

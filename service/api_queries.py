@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from kg.queries import ParameterError, UnknownQuery, default_registry
-from kg.store import GraphStore
+from kg.store.embedded import GraphStore
+from kg.store.queries import ParameterError, UnknownQuery, default_registry
 from service import negotiation
 from service.deps import get_store
 from service.errors import NotAcceptable, NotFound

@@ -30,7 +30,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kg import __version__
-from kg.store import GraphStore, QueryResult, StoreError, is_remote, open_store
+from kg.store.embedded import GraphStore, QueryResult, StoreError, is_remote, open_store
 from service import api, graph, gsp, results_api, sparql
 from service.cache import ResultCache
 from service.deps import get_store

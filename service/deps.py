@@ -17,7 +17,7 @@ import hmac
 from fastapi import Request
 from starlette.requests import HTTPConnection
 
-from kg.store import GraphStore
+from kg.store.embedded import GraphStore
 from service.errors import Forbidden, Problem, Unauthorized, Unavailable
 from service.settings import Settings
 

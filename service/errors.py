@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Match
 
 from kg.read.base import ReadError
-from kg.store import StoreError
+from kg.store.embedded import StoreError
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 PROBLEM_BASE = "https://w3id.org/mlkg/problems/"

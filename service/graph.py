@@ -12,7 +12,7 @@
 * ``GET /``: the explorer page (``service/static/explorer/``; its libraries are
   committed under ``service/static/vendor/``, so it works offline).
 
-All of it reads the store through :mod:`kg.graphview`'s named queries.
+All of it reads the store through :mod:`kg.read.graphview`'s named queries.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, Response
 
-from kg import exporters
-from kg.graphview import (
+from kg.read import exporters
+from kg.read.graphview import (
     MAX_DEPTH,
     NODE_TYPES,
     PROJECTIONS,
@@ -39,7 +39,7 @@ from kg.graphview import (
     parse_types,
     search,
 )
-from kg.index.graph import bounded_data
+from kg.store.index.graph import bounded_data
 from service import negotiation as neg
 from service.deps import get_settings, get_store
 from service.errors import InvalidParameter, NotAcceptable, NotFound, Problem

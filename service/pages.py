@@ -19,10 +19,10 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
 from kg import schema
-from kg.latex import clean, clean_label
-from kg.queries import MAX_STRING
 from kg.read.papers import resolve_paper_id
-from kg.store import GraphStore
+from kg.reading.latex import clean, clean_label
+from kg.store.embedded import GraphStore
+from kg.store.queries import MAX_STRING
 from kg.vocab import paper_graph, paper_iri
 from service import negotiation
 from service.deps import get_store

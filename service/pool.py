@@ -43,7 +43,7 @@ from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Any
 
-from kg.sparql_text import tokens
+from kg.store.sparql_text import tokens
 from service.messages import Answer, Failure, QueryRequest, Ready, StartFailed, UpdateTrial
 
 log = logging.getLogger("kg.service")

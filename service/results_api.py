@@ -21,7 +21,7 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 
 from kg.read.papers import resolve_paper_id
-from kg.results_index import ResultsIndex, ResultsIndexCache
+from kg.read.results import ResultsIndex, ResultsIndexCache
 from kg.vocab import paper_iri
 from service.deps import get_store
 from service.errors import InvalidParameter, NotFound

@@ -22,8 +22,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from kg import sparql_text
-from kg.sparql_text import Token, tokens, unescape
+from kg.store import sparql_text
+from kg.store.sparql_text import Token, tokens, unescape
 from service.errors import BadRequest, ForbiddenQuery, InputTooDeep, InvalidParameter, QueryTooDeep
 
 __all__ = [
@@ -41,7 +41,7 @@ _keyword = sparql_text.keyword
 
 def check_depth(text: str, limit: int) -> None:
     """Raise a 400 naming the limit when ``text`` nests deeper than ``limit`` levels
-    (see :mod:`kg.sparql_text`): checked before the engine, which would crash on it."""
+    (see :mod:`kg.store.sparql_text`): checked before the engine, which would crash on it."""
     try:
         sparql_text.check_depth(text, limit)
     except sparql_text.QueryTooDeep as exc:

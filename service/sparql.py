@@ -31,8 +31,8 @@ from pyoxigraph import Literal, NamedNode, Triple, serialize
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 
-from kg.queries import default_registry
-from kg.sparql_text import has_where
+from kg.store.queries import default_registry
+from kg.store.sparql_text import has_where
 from kg.vocab import PREFIXES
 from service import negotiation as neg
 from service.cache import ResultCache
@@ -465,7 +465,7 @@ unbound they answer little. The registry parses these files at start-up too."""
 
 async def examples_endpoint(request: Request) -> Response:
     """The editor's prefixes and example queries: ``queries/examples/*.rq`` as the
-    query registry parsed them (one header parser: :mod:`kg.queries`)."""
+    query registry parsed them (one header parser: :mod:`kg.store.queries`)."""
     prefix = EXAMPLES + "/"
     examples = [
         {

@@ -13,7 +13,7 @@ converted by pyoxigraph only when another format was asked for.
 It opens the store through :class:`kg.store.EmbeddedStore`, the interface
 every other caller uses, and imports nothing else of the project (no spaCy, no
 web framework), so a killed worker (on a timeout) is cheap to replace: importing
-``kg.store`` costs ~0.1 s, pyoxigraph alone ~0.02 s.
+``kg.store.embedded`` costs ~0.1 s, pyoxigraph alone ~0.02 s.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from pyoxigraph import (
     serialize,
 )
 
-from kg.store import EmbeddedStore
+from kg.store.embedded import EmbeddedStore
 from service.messages import Answer, Failure, QueryRequest, Ready, StartFailed, UpdateTrial
 
 _HEADER = struct.Struct(">I")

@@ -35,7 +35,7 @@ def sample_store(tmp_path_factory: pytest.TempPathFactory, extractor) -> Path:  
     copy it with :func:`shutil.copytree` (or use ``store_copy``)."""
     from kg.ingest import ingest
     from kg.resources import sample_corpus
-    from kg.store import open_store
+    from kg.store.embedded import open_store
 
     path = tmp_path_factory.mktemp("sample") / "store"
     store = open_store(path)

@@ -289,7 +289,7 @@ def test_search_finds_papers_by_abstract_ranked(client: TestClient, sample_store
 
     # Without an index the scan finds the same papers, those that say it most often first.
     from kg.read.entities import search_papers
-    from kg.store import open_store
+    from kg.store.embedded import open_store
 
     store = open_store(sample_store, read_only=True)
     try:
@@ -548,7 +548,7 @@ def test_extract_output_carries_the_baseline_the_store_records(
     extractor,  # noqa: ANN001
 ) -> None:
     # REST shows each claim's baseline (kg:comparedTo); `kg extract` output must too.
-    from kg.readers import read_paths, unique
+    from kg.reading.readers import read_paths, unique
     from kg.resources import sample_corpus
 
     stored = {

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from kg.ingest import extractor_version
-from kg.readers import derived_id
+from kg.reading.readers import derived_id
 from service.app import create_app
 from service.settings import Settings
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kg.readers import read_paths, unique
+from kg.reading.readers import read_paths, unique
 from kg.resources import sample_corpus
 
 CHINESE = "我们提出了一种新的图学习方法，并证明它在三个基准上优于最强的基线。"

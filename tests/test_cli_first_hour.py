@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from kg.cli import available_cpus
-from kg.cli import main as cli
-from kg.readers import derived_id
-from kg.store import open_store
+from kg.cli.main import available_cpus
+from kg.cli.main import main as cli
+from kg.reading.readers import derived_id
+from kg.store.embedded import open_store
 from tests.test_cli import kg
 
 ABSTRACT = (

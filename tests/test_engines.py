@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pyoxigraph import RdfFormat
 
-from kg.store import EmbeddedStore, open_store
+from kg.store.embedded import EmbeddedStore, open_store
 from tests.helpers import REPO
 
 distributed = pytest.importorskip("distributed", reason="Dask distributed is not installed")
@@ -39,14 +39,14 @@ def nquads(path: Path) -> set[bytes]:
 
 def sample_records() -> list:
     from kg.model import Record
-    from kg.readers import read_paths, unique
+    from kg.reading.readers import read_paths, unique
     from kg.resources import sample_corpus
 
     return [r for r in unique(read_paths(sample_corpus())) if isinstance(r, Record)]
 
 
 def test_dask_ingest_builds_the_same_graph(cluster, sample_store: Path, tmp_path: Path) -> None:  # noqa: ANN001
-    from kg.engines import PLUGIN_NAME, DaskExtractor
+    from kg.extraction.engines import PLUGIN_NAME, DaskExtractor
     from kg.ingest import ingest
     from kg.resources import sample_corpus
 
@@ -65,7 +65,7 @@ def test_dask_ingest_builds_the_same_graph(cluster, sample_store: Path, tmp_path
 
 
 def test_results_come_back_in_input_order(cluster) -> None:  # noqa: ANN001
-    from kg.engines import DaskExtractor
+    from kg.extraction.engines import DaskExtractor
 
     records = sample_records()
     with DaskExtractor(cluster.scheduler_address, batch_size=2, in_flight=3) as engine:
@@ -77,7 +77,7 @@ def test_results_come_back_in_input_order(cluster) -> None:  # noqa: ANN001
 
 def test_the_window_bounds_what_is_read_ahead(cluster) -> None:  # noqa: ANN001
     """The engine pulls records lazily: at most ``in_flight`` batches ahead of the consumer."""
-    from kg.engines import DaskExtractor
+    from kg.extraction.engines import DaskExtractor
 
     records = sample_records()
     pulled = 0
@@ -124,7 +124,7 @@ def test_cli_ingest_on_the_cluster(cluster, sample_store: Path, tmp_path: Path) 
 
 def test_pool_engine_builds_the_same_graph(sample_store: Path, tmp_path: Path) -> None:
     """The local whole-pipeline pool (two spawned processes) gives the same graph too."""
-    from kg.engines import make_extractor
+    from kg.extraction.engines import make_extractor
     from kg.ingest import ingest
     from kg.resources import sample_corpus
 
@@ -141,7 +141,7 @@ def test_pool_engine_builds_the_same_graph(sample_store: Path, tmp_path: Path) -
 
 
 def test_unknown_engine_is_refused() -> None:
-    from kg.engines import make_extractor
+    from kg.extraction.engines import make_extractor
 
     with pytest.raises(ValueError, match="unknown engine"):
         make_extractor("spark")

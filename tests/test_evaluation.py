@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kg.evaluation import (
+from kg.extraction.values import parse_value
+from kg.training.evaluation import (
     PRF,
     claim_match,
     evaluate_gold,
@@ -16,8 +17,7 @@ from kg.evaluation import (
     strict_match,
     value_key,
 )
-from kg.extraction.values import parse_value
-from kg.training import non_overlapping, span_scores
+from kg.training.recogniser import non_overlapping, span_scores
 from tests.helpers import SHARED
 
 
@@ -141,7 +141,7 @@ SCIERC_DEV = SHARED / "data" / "scierc" / "dev.jsonl"
     not SCIERC_DEV.exists(), reason="../shared/data/scierc is not beside the checkout"
 )
 def test_scierc_dev_scores(extractor) -> None:  # noqa: ANN001
-    from kg.evaluation import evaluate_scierc
+    from kg.training.evaluation import evaluate_scierc
 
     scores = evaluate_scierc(SCIERC_DEV, extractor=extractor, layer="ner")
     assert set(scores) == {"ALL", "Task", "Method", "Metric", "Material"}

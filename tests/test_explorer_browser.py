@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from pyoxigraph import NamedNode
 
-from kg.graphview import run, search
-from kg.store import open_store
+from kg.read.graphview import run, search
+from kg.store.embedded import open_store
 from tests.helpers import REPO, running_server
 
 CHROMIUM = Path("/usr/bin/chromium")

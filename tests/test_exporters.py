@@ -22,9 +22,9 @@ import pytest
 from click.testing import CliRunner
 from pyoxigraph import Literal, NamedNode
 
-from kg.cli import main as cli
-from kg.exporters import EXPORTERS, UnknownFormat, dot_quote, exporter, media_types, write_dot
-from kg.graphview import (
+from kg.cli.main import main as cli
+from kg.read.exporters import EXPORTERS, UnknownFormat, dot_quote, exporter, media_types, write_dot
+from kg.read.graphview import (
     FocusNotFound,
     GraphRequest,
     GraphViewError,
@@ -34,7 +34,7 @@ from kg.graphview import (
     run,
     search,
 )
-from kg.store import GraphStore, open_store
+from kg.store.embedded import GraphStore, open_store
 from tests.helpers import running_server
 
 NODE_TYPES = {"Paper", "Task", "Method", "Dataset", "Metric"}

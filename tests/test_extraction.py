@@ -9,7 +9,7 @@ import pytest
 
 from kg.extraction import EXTRACTOR_VERSION, extract_batch
 from kg.model import EntityType, PaperExtraction, Record
-from kg.readers import read_paths, unique
+from kg.reading.readers import read_paths, unique
 from kg.resources import sample_corpus
 from kg.vocab import entity_iri
 

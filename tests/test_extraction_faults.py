@@ -13,7 +13,7 @@ from spacy.tokens import Doc
 from kg.extraction import Extractor
 from kg.ingest import ingest_items
 from kg.model import Record
-from kg.store import open_store
+from kg.store.embedded import open_store
 from kg.vocab import paper_iri
 
 TEXT = (

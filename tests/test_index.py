@@ -1,4 +1,4 @@
-"""The search index and aggregates (kg.index) against the scanning named queries.
+"""The search index and aggregates (kg.store.index) against the scanning named queries.
 
 Papers are made up from a small vocabulary (no spaCy: extraction is not what is
 tested), written through the real mapping and the real store, then re-ingested
@@ -10,12 +10,12 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from kg.index import index_of, rebuild
-from kg.index import read as index_read
-from kg.mapping import map_paper
+from kg.mapping.papers import map_paper
 from kg.model import Claim, ClaimKind, Entity, EntityType, Mention, PaperExtraction, Record, Value
-from kg.queries import default_registry
-from kg.store import open_store
+from kg.store.embedded import open_store
+from kg.store.index import index_of, rebuild
+from kg.store.index import read as index_read
+from kg.store.queries import default_registry
 from kg.vocab import entity_iri
 
 WORDS = [
@@ -212,7 +212,7 @@ def test_index_equals_scans_after_random_writes(tmp_path: Path) -> None:
     store.close()
     rebuilt = tmp_path / "rebuilt.sqlite"
     assert rebuild(open_store(tmp_path / "store", index=False), rebuilt) == len(stored)
-    from kg.index.db import Index
+    from kg.store.index.db import Index
 
     assert indexed(Index(rebuilt)) == expected
 

@@ -1,4 +1,4 @@
-"""REST answers from the index (kg.index) equal the scanning named queries'.
+"""REST answers from the index (kg.store.index) equal the scanning named queries'.
 
 The same sample store is served twice: once with its index, once with
 ``KG_INDEX`` pointing at a file that does not exist (so every read scans the

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kg.latex import clean, clean_label
+from kg.reading.latex import clean, clean_label
 
 
 @pytest.mark.parametrize(

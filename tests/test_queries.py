@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from pyoxigraph import Literal, NamedNode
 
-from kg.queries import (
+from kg.resources import queries_dir
+from kg.store.embedded import open_store
+from kg.store.queries import (
     ANY,
     Param,
     ParameterError,
@@ -19,8 +21,6 @@ from kg.queries import (
     default_registry,
     rows,
 )
-from kg.resources import queries_dir
-from kg.store import open_store
 
 TASK = "https://w3id.org/mlkg/ontology#Task"
 

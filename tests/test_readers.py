@@ -7,7 +7,7 @@ import tracemalloc
 from pathlib import Path
 
 from kg.model import Record, Rejected
-from kg.readers import derived_id, read_paths, unique
+from kg.reading.readers import derived_id, read_paths, unique
 from kg.resources import sample_corpus
 
 CHINESE = "我们提出了一种新的图学习方法，并证明它在三个基准上优于最强的基线。"

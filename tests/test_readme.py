@@ -32,7 +32,8 @@ def test_every_environment_variable_is_documented() -> None:
     names: set[str] = set()
     for path in [*REPO.glob("kg/**/*.py"), *REPO.glob("service/**/*.py")]:
         names |= set(re.findall(r"[\"'](KG_[A-Z_]+)[\"']", path.read_text(encoding="utf-8")))
-    names |= set(re.findall(r"envvar=\"(KG_[A-Z_]+)\"", (REPO / "kg" / "cli.py").read_text()))
+    for path in REPO.glob("kg/cli/*.py"):
+        names |= set(re.findall(r"envvar=\"(KG_[A-Z_]+)\"", path.read_text(encoding="utf-8")))
     missing = sorted(n for n in names if n not in README)
     assert not missing, f"README does not document {missing}"
 
@@ -56,7 +57,7 @@ def test_every_setting_is_documented_with_its_flag() -> None:
 
 
 def test_every_cli_command_is_documented() -> None:
-    from kg.cli import main
+    from kg.cli.main import main
 
     missing = [name for name in main.commands if f"kg {name}" not in README]
     assert not missing, f"README does not document commands {missing}"

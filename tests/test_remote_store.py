@@ -17,7 +17,7 @@ import pytest
 from pyoxigraph import Literal, QueryBoolean, QuerySolutions, RdfFormat, Triple
 
 from kg.resources import queries_dir
-from kg.store import EmbeddedStore, StoreError, open_store
+from kg.store.embedded import EmbeddedStore, StoreError, open_store
 from tests.helpers import REPO, free_port, running_server
 from tests.helpers import stop_process as stop
 
@@ -120,7 +120,7 @@ KG_TASK = "https://w3id.org/mlkg/ontology#Task"
 
 def _sample_values(embedded: EmbeddedStore) -> dict[str, object]:
     """Real values from the sample for every parameter name the named queries use."""
-    from kg.queries import rows, run
+    from kg.store.queries import rows, run
 
     paper = rows(run(embedded, "papers"))[0]["paper"]
     # The task named by the most papers (entities-by-type orders by paper count).
@@ -143,7 +143,7 @@ def _sample_values(embedded: EmbeddedStore) -> dict[str, object]:
 
 def test_every_named_query_answers_the_same(remote, embedded) -> None:  # noqa: ANN001
     """Substitutions (VALUES on the remote side) give the embedded store's answers."""
-    from kg.queries import default_registry
+    from kg.store.queries import default_registry
 
     registry = default_registry()
     values = _sample_values(embedded)
@@ -173,7 +173,7 @@ def test_every_named_query_answers_the_same(remote, embedded) -> None:  # noqa: 
 
 
 def test_substituted_text_cannot_escape(remote) -> None:  # noqa: ANN001
-    from kg.queries import rows, run
+    from kg.store.queries import rows, run
 
     before = len(remote)
     hostile = 'x" } } DROP ALL ; SELECT * { ?s ?p ?o } #\n\'\'\' """'
@@ -182,7 +182,7 @@ def test_substituted_text_cannot_escape(remote) -> None:  # noqa: ANN001
 
 
 def test_construct_and_ask_types(remote, embedded) -> None:  # noqa: ANN001
-    from kg.queries import run
+    from kg.store.queries import run
 
     graph = _sample_values(embedded)["graph"]
     triples = list(run(remote, "describe-paper", {"graph": graph}))
@@ -270,7 +270,7 @@ def test_cli_against_the_remote_store(oxigraph_url: str) -> None:
 
 def test_kg_serve_on_the_remote_store(oxigraph_url: str, embedded) -> None:  # noqa: ANN001
     with running_server(oxigraph_url) as base:
-        from kg.queries import rows, run
+        from kg.store.queries import rows, run
 
         counts = (queries_dir() / "class-counts.rq").read_text()
         answer = httpx.get(
@@ -362,8 +362,8 @@ def test_the_index_follows_a_remote_store(remote, tmp_path: Path) -> None:  # no
     """The index of a remote store is a local file kept by this process's writes;
     its aggregates equal the scanning queries run on the server, and `kg
     reindex` rebuilds the same file from the server."""
-    from kg.index import index_of, rebuild
-    from kg.index.db import Index
+    from kg.store.index import index_of, rebuild
+    from kg.store.index.db import Index
     from tests.test_index import indexed, scanned
 
     index = index_of(remote)

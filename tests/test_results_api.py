@@ -41,7 +41,7 @@ ABSTRACTS = {
 @pytest.fixture(scope="module")
 def store_path(tmp_path_factory: pytest.TempPathFactory, extractor) -> Path:  # noqa: ANN001
     from kg.ingest import ingest_items
-    from kg.store import open_store
+    from kg.store.embedded import open_store
 
     path = tmp_path_factory.mktemp("results") / "store"
     store = open_store(path)
@@ -150,8 +150,8 @@ def test_compare_side_by_side(client: TestClient) -> None:
 
 
 def test_task_taxonomy_links_offline_rl_to_rl(store_path: Path) -> None:
-    from kg.queries import rows, run
-    from kg.store import open_store
+    from kg.store.embedded import open_store
+    from kg.store.queries import rows, run
 
     store = open_store(store_path, read_only=True)
     found = rows(
@@ -167,8 +167,8 @@ def test_task_taxonomy_links_offline_rl_to_rl(store_path: Path) -> None:
 
 
 def test_leaderboard_named_query_sorts_by_direction(store_path: Path) -> None:
-    from kg.queries import rows, run
-    from kg.store import open_store
+    from kg.store.embedded import open_store
+    from kg.store.queries import rows, run
 
     store = open_store(store_path, read_only=True)
     id_ = "https://w3id.org/mlkg/id/"
@@ -199,7 +199,7 @@ def test_leaderboard_named_query_sorts_by_direction(store_path: Path) -> None:
 def test_kg_leaderboard_cli(store_path: Path) -> None:
     from click.testing import CliRunner
 
-    from kg.cli import main
+    from kg.cli.main import main
 
     runner = CliRunner()
     listed = runner.invoke(main, ["leaderboard", "--store", str(store_path)])
@@ -241,8 +241,8 @@ def test_paper_page_shows_results_and_related_papers(client: TestClient) -> None
 
 
 def test_deriving_the_taxonomy_keeps_the_search_index_fresh(store_path: Path) -> None:
-    from kg.index import index_of
-    from kg.store import open_store
+    from kg.store.embedded import open_store
+    from kg.store.index import index_of
 
     store = open_store(store_path, read_only=True)
     try:

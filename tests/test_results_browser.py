@@ -26,7 +26,7 @@ PAGE = "/static/explorer/results.html"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, extractor) -> Iterator[str]:  # noqa: ANN001
     from kg.ingest import ingest_items
-    from kg.store import open_store
+    from kg.store.embedded import open_store
 
     path: Path = tmp_path_factory.mktemp("results-browser") / "store"
     store = open_store(path)

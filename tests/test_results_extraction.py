@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kg.directions import metric_direction
+from kg.mapping.directions import metric_direction
 from kg.model import Record
 from tests.helpers import SHARED
 
@@ -80,7 +80,7 @@ SCORER = SHARED / "tools" / "score_results.py"
     reason="../shared (iclr-dev gold, ICLR abstracts, scorer) is not beside the checkout",
 )
 def test_results_f1_on_iclr_dev(extractor, tmp_path: Path) -> None:  # noqa: ANN001
-    from kg.readers import read_paths
+    from kg.reading.readers import read_paths
 
     ids = [json.loads(line)["id"] for line in DEV.open()]
     wanted = set(ids)

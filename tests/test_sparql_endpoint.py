@@ -14,7 +14,7 @@ from rdflib import Graph, URIRef
 from rdflib.plugins.stores.sparqlstore import SPARQLStore
 from SPARQLWrapper import JSON, POST, TURTLE, XML, SPARQLWrapper
 
-from kg.queries import default_registry
+from kg.store.queries import default_registry
 from tests.helpers import running_server
 
 KG = "https://w3id.org/mlkg/ontology#"

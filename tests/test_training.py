@@ -10,7 +10,7 @@ import spacy
 from thinc.api import Model
 
 from kg.extraction.extractor import BASE_PIPELINE, NER_NAME, build_pipeline
-from kg.training import (
+from kg.training.recogniser import (
     SYNTAX_ATTRS,
     _example,
     annotate,

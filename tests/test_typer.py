@@ -9,11 +9,11 @@ import pytest
 import spacy
 from click.testing import CliRunner
 
-from kg.cli import main
+from kg.cli.main import main
 from kg.extraction.extractor import Extractor, build_pipeline
 from kg.extraction.learned import CLASSES, TyperModel, evaluative, is_model_name
 from kg.model import EntityType
-from kg.typer_training import featurise, fit, gold_classes, read_gold
+from kg.training.typer import featurise, fit, gold_classes, read_gold
 
 ABSTRACTS = {
     "a1": "We propose FooNet, a network for image classification. FooNet beats ResNet-50 "
@@ -96,7 +96,7 @@ def test_fit_learns_the_gold_and_round_trips(tmp_path: Path) -> None:
 
 def _records(texts: Path):  # noqa: ANN202
     from kg.model import Record
-    from kg.readers import read_paths
+    from kg.reading.readers import read_paths
 
     return [r for r in read_paths([texts]) if isinstance(r, Record)]
 

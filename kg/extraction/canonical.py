@@ -14,7 +14,7 @@ import unicodedata
 from functools import cache
 from importlib import resources
 
-from kg import latex
+from kg.reading import latex
 
 _WORD = re.compile(r"[^\W_]+(?:[.'][^\W_]+)*", re.UNICODE)
 _DETERMINERS = frozenset(

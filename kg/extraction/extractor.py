@@ -20,7 +20,6 @@ import spacy
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 
-from kg import latex
 from kg.extraction.canonical import (
     canonical_key,
     display_label,
@@ -33,6 +32,7 @@ from kg.extraction.learned import TyperModel
 from kg.extraction.result_assembly import assemble_results
 from kg.extraction.values import find_values
 from kg.model import Claim, ClaimKind, Entity, EntityType, Mention, PaperExtraction, Record, Value
+from kg.reading import latex
 from kg.vocab import entity_iri
 
 log = logging.getLogger(__name__)

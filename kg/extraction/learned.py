@@ -7,7 +7,7 @@ features of the phrase and its context (words, head, shape, the recogniser's
 label, the lexicon's type, the governing verb and preposition, how often the
 phrase recurs) decides for each whether it is a Task, Method, Dataset, Metric,
 the paper's own Proposed method, or nothing. The weights are learned from the
-ICLR gold (``kg train``, see :mod:`kg.typer_training`); the guidelines' span
+ICLR gold (``kg train``, see :mod:`kg.training.typer`); the guidelines' span
 conventions and what counts as a dataset or metric come from the data, not rules.
 """
 

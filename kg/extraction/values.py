@@ -1,6 +1,6 @@
 """Numbers stated in claims, parsed to a number and a unit.
 
-Works on LaTeX-cleaned text (see :mod:`kg.latex`): ``×46`` → (46.0, "×"),
+Works on LaTeX-cleaned text (see :mod:`kg.reading.latex`): ``×46`` → (46.0, "×"),
 ``+5.48%`` → (5.48, "%"), ``+5.1 AP`` → (5.1, "AP"), ``81×`` → (81.0, "×"),
 ``4-times`` → (4.0, "×"). Asymptotic expressions (``O(n log n)``) are values
 without a number; their unit is the complexity class symbol.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kg import latex
+from kg.reading import latex
 
 _NUM = r"[+\-−±]?\d+(?:,\d{3})*(?:\.\d+)?"
 # Units that follow the number; metric acronyms are upper-case words of 2-6 letters.

@@ -2,7 +2,7 @@
 API, the HTML pages, graph views and the CLI share.
 
 Every value from a client reaches SPARQL only as a substitution through
-:mod:`kg.queries`; a value that does not fit is a :class:`ReadError` naming the
+:mod:`kg.store.queries`; a value that does not fit is a :class:`ReadError` naming the
 parameter (the service answers it with a 422). Nothing here knows about HTTP:
 lists return their total and items, and the caller adds its paging links.
 

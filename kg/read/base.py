@@ -11,8 +11,8 @@ from urllib.parse import quote, unquote
 from pyoxigraph import Literal, NamedNode, QuerySolutions
 
 from kg import schema
-from kg.queries import ParameterError, default_registry
-from kg.store import GraphStore, QueryResult
+from kg.store.embedded import GraphStore, QueryResult
+from kg.store.queries import ParameterError, default_registry
 from kg.vocab import CLAIM_KINDS, ID_PREFIX, KG
 
 MAX_PAGE = 200

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from kg import schema
-from kg.index import index_of
 from kg.read.base import (
     RELATIONS,
     TYPE_NAME,
@@ -22,7 +21,8 @@ from kg.read.base import (
     take,
     with_labels,
 )
-from kg.store import GraphStore
+from kg.store.embedded import GraphStore
+from kg.store.index import index_of
 from kg.vocab import entity_iri
 
 

@@ -1,5 +1,5 @@
 """The graph views' reads: the ``queries/graph/*.rq`` rows as plain values, the
-focus resolver, and the explorer's side panel and search box. :mod:`kg.graphview`
+focus resolver, and the explorer's side panel and search box. :mod:`kg.read.graphview`
 builds drawings on top of these and re-exports them."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from typing import Any
 
 from pyoxigraph import Literal, NamedNode, QuerySolutions
 
-from kg.queries import NamedQuery, default_registry
 from kg.read.labels import clean_text, local_name, paper_label
 from kg.read.resolve import focus_candidates
-from kg.store import GraphStore
+from kg.store.embedded import GraphStore
+from kg.store.queries import NamedQuery, default_registry
 from kg.vocab import ID_PREFIX, paper_iri
 
 
@@ -170,11 +170,11 @@ def _claim(row: dict[str, str]) -> dict[str, Any]:
 
 def search(store: GraphStore, text: str, limit: int = 20) -> list[dict[str, Any]]:
     """Entities and papers matching a text, best first (the explorer's search box)."""
-    from kg.index import index_of
+    from kg.store.index import index_of
 
     index = index_of(store)
     if index is not None:
-        from kg.index.search import search as index_search
+        from kg.store.index.search import search as index_search
 
         return index_search(index, text, limit)
     text = text.strip()

@@ -1,9 +1,9 @@
-"""Reads answered from the search index and aggregates (:mod:`kg.index`).
+"""Reads answered from the search index and aggregates (:mod:`kg.store.index`).
 
 Each function gives exactly the JSON its scanning counterpart in
 :mod:`kg.read.papers` / :mod:`kg.read.entities` gives, in the same shapes; those
 call these whenever the store's index is in step with the store
-(``kg.index.index_of``). Point lookups the store answers from its own indexes
+(``kg.store.index.index_of``). Point lookups the store answers from its own indexes
 (an entity's label and aliases) stay SPARQL.
 """
 
@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from kg import schema
-from kg.index import Index
-from kg.index import read as ix
 from kg.read import base as rd
 from kg.read.claims import group_claims
 from kg.read.resolve import key_guesses, resolve_entity
-from kg.store_common import GraphStore
+from kg.store.common import GraphStore
+from kg.store.index import Index
+from kg.store.index import read as ix
 from kg.vocab import KG, entity_iri
 
 

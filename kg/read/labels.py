@@ -13,7 +13,7 @@ def local_name(iri: str) -> str:
 def clean_text(text: str) -> str:
     """Text without LaTeX markup and with folded whitespace, for labels."""
     try:
-        from kg.latex import clean_label
+        from kg.reading.latex import clean_label
     except ImportError:  # pragma: no cover - the LaTeX module ships with kg
         return re.sub(r"\s+", " ", re.sub(r"[$\\{}]", "", text)).strip()
     return clean_label(text)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kg.index import index_of
 from kg.read.base import (
     GROUPS,
     ReadError,
@@ -20,7 +19,8 @@ from kg.read.base import (
 )
 from kg.read.claims import group_claims
 from kg.read.resolve import key_guesses, resolve_entity
-from kg.store import GraphStore
+from kg.store.embedded import GraphStore
+from kg.store.index import index_of
 from kg.vocab import CLAIM_KINDS, paper_iri
 
 
@@ -39,7 +39,7 @@ def papers_page(
     paged by pulling only the page's rows, in the store's index order: sorting
     hundreds of IRIs in Oxigraph costs more than the whole request should.
     Several filters (or ``q``) intersect full lists, sorted by IRI in Python.
-    With the store's index in step (:mod:`kg.index`), all of it is read there."""
+    With the store's index in step (:mod:`kg.store.index`), all of it is read there."""
     index = index_of(store)
     # The index has no task taxonomy: a task with its narrower ones is read here.
     if index is not None and (exact or given.get("task") is None):

@@ -17,7 +17,7 @@ from pyoxigraph import NamedNode
 from kg import schema
 from kg.extraction.canonical import canonical_key  # spaCy-free: the extractor's key rule
 from kg.read.base import TYPES, ReadError, check_text, first, is_absolute
-from kg.store import GraphStore
+from kg.store.embedded import GraphStore
 from kg.vocab import ID_PREFIX, entity_iri, paper_iri
 
 _TYPED_KEY = re.compile(

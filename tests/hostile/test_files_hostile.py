@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from kg.ingest import ingest
-from kg.readers import derived_id, read_paths
-from kg.store import open_store
+from kg.reading.readers import derived_id, read_paths
+from kg.store.embedded import open_store
 from tests.helpers import REPO
 
 ABSTRACT = (

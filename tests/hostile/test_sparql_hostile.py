@@ -15,7 +15,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from kg.cli import main
+from kg.cli.main import main
 from tests.helpers import running_server
 from tests.hostile.corpus import DEEP_QUERIES, DEEP_UPDATES, NOT_DEEP
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from kg.mapping import map_paper
+from kg.mapping.papers import map_paper
 from kg.model import Claim, ClaimKind, Entity, EntityType, Mention, PaperExtraction, Record, Value
-from kg.store import open_store
+from kg.store.embedded import open_store
 from kg.vocab import entity_iri
 
 ABSTRACTS = {

@@ -16,7 +16,7 @@ from kg.read import ReadError
 from kg.read.entities import entity_detail
 from kg.read.papers import list_claims, paper_detail, papers_page
 from kg.read.resolve import focus_candidates, resolve_entity
-from kg.store import open_reader
+from kg.store.embedded import open_reader
 from service.app import create_app
 from service.settings import Settings
 

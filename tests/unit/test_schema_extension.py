@@ -34,11 +34,11 @@ schema.EntityType = schema._entity_enum(schema.ENTITY_TYPES)
 
 from fastapi.testclient import TestClient
 
-from kg import exporters
-from kg.graphview import build_graph
-from kg.mapping import map_paper
+from kg.read import exporters
+from kg.read.graphview import build_graph
+from kg.mapping.papers import map_paper
 from kg.model import Entity, EntityType, Mention, PaperExtraction, Record
-from kg.store import open_store
+from kg.store.embedded import open_store
 from kg.vocab import entity_iri
 from service.app import create_app
 from service.settings import Settings

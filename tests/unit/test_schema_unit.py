@@ -8,11 +8,11 @@ from pathlib import Path
 from pyoxigraph import Variable
 
 from kg import schema
-from kg.mapping import edge_predicate
+from kg.mapping.papers import edge_predicate
 from kg.model import EntityType
-from kg.queries import default_registry, expand_schema
 from kg.resources import queries_dir
-from kg.store import open_reader
+from kg.store.embedded import open_reader
+from kg.store.queries import default_registry, expand_schema
 from kg.vocab import KG
 from tests.unit.conftest import extraction
 

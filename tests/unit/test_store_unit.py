@@ -8,8 +8,8 @@ from pathlib import Path
 
 from pyoxigraph import Store
 
-from kg.mapping import map_paper
-from kg.store import EmbeddedStore, GraphStore, is_remote, open_reader, open_store
+from kg.mapping.papers import map_paper
+from kg.store.embedded import EmbeddedStore, GraphStore, is_remote, open_reader, open_store
 from tests.unit.conftest import extraction
 
 

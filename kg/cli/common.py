@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from kg.store import DEFAULT_STORE, GraphStore, StoreError, open_reader, open_store
+from kg.store.embedded import DEFAULT_STORE, GraphStore, StoreError, open_reader, open_store
 
 STORE_OPTION = click.option(
     "--store",

@@ -22,9 +22,9 @@ from urllib.parse import unquote
 
 from pyoxigraph import NamedNode, Quad
 
-from kg.index import DERIVED_UPDATE
-from kg.queries import rows, run
-from kg.store import GraphStore
+from kg.store.embedded import GraphStore
+from kg.store.index import DERIVED_UPDATE
+from kg.store.queries import rows, run
 from kg.vocab import BASE, ID_PREFIX, SKOS
 
 TAXONOMY_GRAPH = NamedNode(BASE + "graph/taxonomy")

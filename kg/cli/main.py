@@ -18,19 +18,19 @@ import click
 from pyoxigraph import QueryBoolean, QueryResultsFormat, QuerySolutions, RdfFormat
 
 from kg import __version__, schema
-from kg.cli_common import (
+from kg.cli.common import (
     STORE_OPTION,
     Group,
     fail,
     open_for_reading,
     open_for_writing,
 )
-from kg.cli_results import leaderboard
-from kg.cli_serve import graph, serve
-from kg.cli_train import eval_, train
+from kg.cli.results import leaderboard
+from kg.cli.serve import graph, serve
+from kg.cli.train import eval_, train
 from kg.resources import sample_corpus
 from kg.settings import Settings
-from kg.sparql_text import QueryTooDeep, check_depth
+from kg.store.sparql_text import QueryTooDeep, check_depth
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -74,7 +74,7 @@ def available_cpus() -> int:
 
 def _ingest_help() -> str:
     """``kg ingest --help``: the formats and the field names the readers accept."""
-    from kg.readers import FIELD_NAMES
+    from kg.reading.readers import FIELD_NAMES
 
     fields = "\n".join(
         f"  {field:<9} {', '.join(names)}" + ("   (required)" if field == "abstract" else "")
@@ -144,7 +144,7 @@ def ingest(
     engine: str,
     scheduler: str | None,
 ) -> None:
-    from kg.engines import make_extractor
+    from kg.extraction.engines import make_extractor
     from kg.ingest import ingest as run_ingest
 
     targets = list(paths) or [str(p) for p in sample_corpus()]
@@ -231,7 +231,7 @@ def extract(paths: tuple[str, ...], fmt: str, processes: int) -> None:
     """Extract PATHS (default: the bundled sample) without a store, to stdout."""
     from kg.ingest import default_extractor
     from kg.model import Record
-    from kg.readers import read_paths, unique
+    from kg.reading.readers import read_paths, unique
 
     targets = list(paths) or [str(p) for p in sample_corpus()]
     rejected: list[Any] = []
@@ -387,12 +387,12 @@ def stats(store: str, as_json: bool) -> None:
 @main.command()
 @STORE_OPTION
 def reindex(store: str) -> None:
-    """Rebuild the search index and aggregates (kg.index) from the store: after a
+    """Rebuild the search index and aggregates (kg.store.index) from the store: after a
     SPARQL update or Graph Store Protocol write, or when the index file is lost.
     Stop `kg serve` on this store first; it reads the index file."""
     import time
 
-    from kg.index import index_path, rebuild
+    from kg.store.index import index_path, rebuild
 
     graph = open_for_reading(store)
     started = time.perf_counter()
@@ -442,7 +442,7 @@ def export(fmt: str, out: Path | None, store: str) -> None:
 @click.option("--max-report", default=20, show_default=True, help="Violations to print.")
 def validate(store: str, max_report: int) -> None:
     """Validate the graph against ontology/shapes.ttl (exit 1 on any violation)."""
-    from kg.validation import validate_store
+    from kg.store.validation import validate_store
 
     graph = open_for_reading(store)
     result = validate_store(graph)

@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from kg import latex, schema
+from kg import schema
 from kg.extraction.canonical import canonical_key
 from kg.extraction.learned import CLASSES, TyperModel, candidates, context, grouped
+from kg.reading import latex
 
 # The gold's entity fields are the kinds' plurals ("tasks" → Task).
 _FIELD_CLASS = {k.plural: k.name for k in schema.ENTITY_TYPES}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kg.cli_common import fail
+from kg.cli.common import fail
 from kg.resources import sample_corpus
 
 
@@ -48,7 +48,7 @@ def eval_(
     as_json: bool,
 ) -> None:
     """Score extraction against gold annotations or SciERC."""
-    from kg.evaluation import evaluate_gold, evaluate_scierc, scierc_table
+    from kg.training.evaluation import evaluate_gold, evaluate_scierc, scierc_table
 
     if gold is None and scierc is None:
         fail("give --gold FILE or --scierc FILE")
@@ -155,7 +155,7 @@ def train(
     steps = [only] if only else (["recogniser", "typer"] if shared else ["recogniser"])
     log = lambda line: click.echo(line, err=True)  # noqa: E731
     if "recogniser" in steps:
-        from kg.training import train as run_train
+        from kg.training.recogniser import train as run_train
 
         scierc_dir = scierc_dir or shared / SCIERC_IN_SHARED  # type: ignore[operator]
         best = run_train(
@@ -175,7 +175,7 @@ def train(
         click.echo(json.dumps({k: round(v, 4) for k, v in best.items()}))
         click.echo(f"kg: model written to {output}", err=True)
     if "typer" in steps:
-        from kg.typer_training import train_typer
+        from kg.training.typer import train_typer
 
         if shared is None:
             fail("the typer trains on the ICLR gold: give --shared DIR")

@@ -26,11 +26,11 @@ from urllib.parse import unquote
 
 from pyoxigraph import QuerySolutions
 
-from kg.graphview import GraphData, GraphDataCache, GraphRequest
-from kg.index.db import Index
-from kg.queries import default_registry
 from kg.read.graph import GraphViewError, clean_text, local_name, paper_label, resolve_focus
-from kg.store_common import GraphStore
+from kg.read.graphview import GraphData, GraphDataCache, GraphRequest
+from kg.store.common import GraphStore
+from kg.store.index.db import Index
+from kg.store.queries import default_registry
 from kg.vocab import ID_PREFIX
 
 
@@ -66,8 +66,8 @@ def bounded_data(
     """The graph data a request needs, read so that its cost stays bounded: a
     focus's neighbourhood from the index (when it is in step), the whole graph
     only for stores of at most ``max_papers`` papers, else :class:`GraphTooLarge`."""
-    from kg.index import index_of
-    from kg.index import read as ix
+    from kg.store.index import index_of
+    from kg.store.index import read as ix
 
     index = index_of(store)
     if request.focus and index is not None:

@@ -1,9 +1,9 @@
-"""RDF mapping of results (see :mod:`kg.mapping`, which calls this for each paper).
+"""RDF mapping of results (see :mod:`kg.mapping.papers`, which calls this for each paper).
 
 A result lives under its paper's IRI (``…/paper/{id}/result/{n}``) in the
 paper's graph, like claims; its metric, dataset, task and method are the shared
 entity nodes, and a metric node carries its direction (``kg:higherIsBetter``)
-from :mod:`kg.directions`.
+from :mod:`kg.mapping.directions`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from pyoxigraph import Literal, NamedNode
 
-from kg.directions import key_direction
+from kg.mapping.directions import key_direction
 from kg.model import Entity, Result
 from kg.vocab import KG, RDF, XSD
 

@@ -1,7 +1,7 @@
 """A search index and precomputed aggregates beside the graph store.
 
 :class:`IndexedStore` wraps any :class:`~kg.store.GraphStore` and keeps an
-:class:`~kg.index.db.Index` (a local SQLite file) in step with every paper
+:class:`~kg.store.index.db.Index` (a local SQLite file) in step with every paper
 write and delete that goes through it; REST reads use the index while it is in
 step (:func:`index_of`) and fall back to the scanning named queries otherwise.
 ``kg reindex`` (:func:`rebuild`) builds the file again from the store.
@@ -21,15 +21,15 @@ from typing import Any
 
 from pyoxigraph import Quad, QuerySolutions
 
-from kg.index import read as ix
-from kg.index.db import Index, IndexError_
-from kg.index.rows import EntityInfo, PaperRow, entity_infos, paper_row
-from kg.mapping import ENTITIES_GRAPH, PaperQuads
-from kg.queries import default_registry
-from kg.store_common import GraphStore
+from kg.mapping.papers import ENTITIES_GRAPH, PaperQuads
+from kg.store.common import GraphStore
+from kg.store.index import read as ix
+from kg.store.index.db import Index, IndexError_
+from kg.store.index.rows import EntityInfo, PaperRow, entity_infos, paper_row
+from kg.store.queries import default_registry
 from kg.vocab import paper_graph, paper_iri
 
-log = logging.getLogger("kg.index")
+log = logging.getLogger("kg.store.index")
 
 __all__ = [
     "Index",

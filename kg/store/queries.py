@@ -47,7 +47,7 @@ from pyoxigraph import Literal, NamedNode, QueryBoolean, QuerySolutions, Store, 
 
 from kg import schema
 from kg.resources import queries_dir
-from kg.store_common import GraphStore, QueryResult, Term
+from kg.store.common import GraphStore, QueryResult, Term
 
 ParamType = TypingLiteral["iri", "string", "int", "float", "bool"]
 QueryForm = TypingLiteral["select", "ask", "construct"]

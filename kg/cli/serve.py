@@ -9,9 +9,9 @@ from typing import Any
 import click
 
 from kg import settings as kg_settings
-from kg.cli_common import STORE_OPTION, fail, open_for_reading, open_for_writing
+from kg.cli.common import STORE_OPTION, fail, open_for_reading, open_for_writing
 from kg.resources import sample_corpus
-from kg.store import is_remote
+from kg.store.embedded import is_remote
 
 # ---------------------------------------------------------------- graph
 
@@ -63,8 +63,8 @@ def graph(
     store: str,
 ) -> None:
     """Export the graph (or a neighbourhood) for Gephi, Cytoscape, yEd, Graphviz or D3."""
-    from kg.exporters import exporter
-    from kg.graphview import GraphRequest, GraphViewError, build_graph, parse_types
+    from kg.read.exporters import exporter
+    from kg.read.graphview import GraphRequest, GraphViewError, build_graph, parse_types
 
     try:
         request = GraphRequest(
@@ -175,7 +175,7 @@ def serve(no_sample: bool, **given: Any) -> None:
 
 def _build_sample_if_empty(location: str) -> None:
     """First start: an empty (or missing) embedded store gets the bundled sample."""
-    from kg.store import EmbeddedStore, GraphStore
+    from kg.store.embedded import EmbeddedStore, GraphStore
 
     path = Path(location)
     if (path / "CURRENT").exists():

@@ -7,8 +7,8 @@ import textwrap
 
 import click
 
-from kg.cli_common import STORE_OPTION, fail, open_for_reading
-from kg.results_index import DATASET, METHOD, METRIC, TASK, ResultsIndex
+from kg.cli.common import STORE_OPTION, fail, open_for_reading
+from kg.read.results import DATASET, METHOD, METRIC, TASK, ResultsIndex
 
 
 def _resolve(index: ResultsIndex, segment: str, value: str | None) -> str | None:

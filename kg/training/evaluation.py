@@ -35,11 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kg import latex, schema
+from kg import schema
 from kg.extraction.canonical import canonical_key, singular
 from kg.extraction.values import parse_value
 from kg.model import EntityType, PaperExtraction, Record
-from kg.readers import read_paths, unique
+from kg.reading import latex
+from kg.reading.readers import read_paths, unique
 
 FIELDS = ("proposed", *(r.key for _, r in schema.groups() if not r.proposed))
 """The gold annotation's entity fields: ``proposed`` and one per kind (:mod:`kg.schema`)."""
@@ -405,7 +406,7 @@ def evaluate_scierc(
     """
     from kg.extraction import Extractor
     from kg.extraction.extractor import NER_NAME
-    from kg.training import read_scierc, span_scores
+    from kg.training.recogniser import read_scierc, span_scores
 
     docs = read_scierc(path)
     extractor = extractor or Extractor()

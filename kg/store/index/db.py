@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from itertools import permutations
 from pathlib import Path
 
-from kg.index.rows import RELATION_TYPE, EntityInfo, PaperRow
+from kg.store.index.rows import RELATION_TYPE, EntityInfo, PaperRow
 
 SCHEMA_VERSION = "1"
 
@@ -89,7 +89,7 @@ class Index:
         self.read_only = read_only
         self.trusted = True
         self._wdb: sqlite3.Connection | None = None
-        """False once found not to match its store (see ``kg.index.with_index``)."""
+        """False once found not to match its store (see ``kg.store.index.with_index``)."""
         self._local = threading.local()
         self._write_lock = threading.Lock()
         if not read_only:

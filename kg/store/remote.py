@@ -61,11 +61,11 @@ from pyoxigraph import (
     serialize,
 )
 
-from kg.mapping import ENTITIES_GRAPH, PaperQuads
+from kg.mapping.papers import ENTITIES_GRAPH, PaperQuads
 from kg.resources import ontology_dir, queries_dir
 from kg.settings import Settings
-from kg.sparql_text import tokens
-from kg.store_common import QueryResult, StoreError, Term, merge_labels, sha256
+from kg.store.common import QueryResult, StoreError, Term, merge_labels, sha256
+from kg.store.sparql_text import tokens
 from kg.vocab import (
     KG,
     ONTOLOGY_GRAPH,
@@ -307,7 +307,7 @@ class RemoteStore:
         return None
 
     def search_index(self) -> None:
-        return None  # kg.index.IndexedStore wraps a store to add one
+        return None  # kg.store.index.IndexedStore wraps a store to add one
 
     def mark_stale(self, why: str) -> None:
         """Nothing to mark: this store keeps no index."""

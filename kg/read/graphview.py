@@ -3,7 +3,7 @@
 Everything here is read through the named queries in ``queries/graph/*.rq``
 (values bound with substitutions, never formatted into SPARQL). One call,
 :func:`build_graph`, serves the REST ``GET /graph``, ``kg graph`` and the
-explorer page, and :mod:`kg.exporters` writes its result in each format.
+explorer page, and :mod:`kg.read.exporters` writes its result in each format.
 
 Two projections of the same data:
 
@@ -53,7 +53,7 @@ from kg.read.graph import (
     run,
     search,
 )
-from kg.store import GraphStore
+from kg.store.embedded import GraphStore
 
 NODE_TYPES: tuple[str, ...] = ("Paper", *(k.name for k in schema.ENTITY_TYPES))
 """Node types, in the order legends and tables list them (:mod:`kg.schema`)."""
@@ -226,7 +226,7 @@ class GraphDataCache:
 def build_graph(
     store: GraphStore, request: GraphRequest | None = None, *, data: GraphData | None = None
 ) -> nx.DiGraph:
-    """The graph a request asks for, ready for :mod:`kg.exporters`.
+    """The graph a request asks for, ready for :mod:`kg.read.exporters`.
 
     ``data`` is the store's graph data when the caller has it already (see
     :class:`GraphDataCache`). The work runs on plain dicts; networkx gets only

@@ -1,5 +1,5 @@
 """Graph stores behind one interface: the embedded on-disk Oxigraph store and
-(:mod:`kg.remote`) any SPARQL 1.1 Protocol + Graph Store Protocol server.
+(:mod:`kg.store.remote`) any SPARQL 1.1 Protocol + Graph Store Protocol server.
 
 Both backends return pyoxigraph result objects (``QuerySolutions``,
 ``QueryBoolean``, ``QueryTriples``), so the service and the CLI do not care
@@ -29,10 +29,9 @@ from pyoxigraph import (
     serialize,
 )
 
-from kg.mapping import ENTITIES_GRAPH, PaperQuads
+from kg.mapping.papers import ENTITIES_GRAPH, PaperQuads
 from kg.resources import ontology_dir, queries_dir
-from kg.sparql_text import has_dataset_clause
-from kg.store_common import (
+from kg.store.common import (
     DEFAULT_STORE,
     GraphStore,
     QueryResult,
@@ -42,6 +41,7 @@ from kg.store_common import (
     merge_labels,
     sha256,
 )
+from kg.store.sparql_text import has_dataset_clause
 from kg.vocab import KG, ONTOLOGY_GRAPH, PREFIXES, SKOS, paper_graph, paper_id_from_graph, paper_iri
 
 __all__ = [
@@ -65,19 +65,19 @@ def open_store(
 ) -> GraphStore:
     """Open the store at a directory (embedded) or an ``http(s)://`` URL (remote).
 
-    ``index``: attach the local search index and aggregates (:mod:`kg.index`),
+    ``index``: attach the local search index and aggregates (:mod:`kg.store.index`),
     which every paper write and delete through the returned store keeps in step."""
     target = str(location) if location else os.environ.get("KG_STORE") or str(DEFAULT_STORE)
     store: GraphStore
     if is_remote(target):
-        from kg.remote import RemoteStore
+        from kg.store.remote import RemoteStore
 
         store = RemoteStore(target, read_only=read_only)
     else:
         store = EmbeddedStore(Path(target), read_only=read_only)
     if not index:
         return store
-    from kg.index import with_index
+    from kg.store.index import with_index
 
     return with_index(store)
 
@@ -125,7 +125,7 @@ class EmbeddedStore:
         return self._store
 
     def search_index(self) -> None:
-        return None  # kg.index.IndexedStore wraps a store to add one
+        return None  # kg.store.index.IndexedStore wraps a store to add one
 
     def mark_stale(self, why: str) -> None:
         """Nothing to mark: this store keeps no index."""

@@ -11,7 +11,7 @@ import re
 import sqlite3
 from typing import Any
 
-from kg.index.db import Index
+from kg.store.index.db import Index
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _TOP = "\U0010ffff"  # sorts after every character: the end of a prefix range

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from kg.index.db import Index
 from kg.read.labels import clean_text, local_name, paper_label
+from kg.store.index.db import Index
 
 
 def search(index: Index, text: str, limit: int = 20) -> list[dict[str, Any]]:
     """The explorer's search from the index: a paper whose id is ``text`` first,
     then entities whose names contain it (exact names first, most papers
     first), then papers by BM25 — the shape of :func:`kg.graphview.search`."""
-    from kg.index import read as ix
+    from kg.store.index import read as ix
 
     text = text.strip()
     if not text:

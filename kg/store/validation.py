@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pyoxigraph import RdfFormat
 
 from kg.resources import ontology_dir
-from kg.store import GraphStore
+from kg.store.embedded import GraphStore
 
 
 @dataclass

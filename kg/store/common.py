@@ -1,5 +1,5 @@
 """What every graph store shares: the :class:`GraphStore` interface, its errors,
-and helpers both backends use. :mod:`kg.store` (embedded) and :mod:`kg.remote`
+and helpers both backends use. :mod:`kg.store.embedded` (embedded) and :mod:`kg.store.remote`
 (any SPARQL 1.1 server) implement it; this module imports neither, so the two
 never import each other.
 """
@@ -23,7 +23,7 @@ from pyoxigraph import (
     Store,
 )
 
-from kg.mapping import ENTITIES_GRAPH, PaperQuads, label_quads
+from kg.mapping.papers import ENTITIES_GRAPH, PaperQuads, label_quads
 from kg.vocab import SKOS
 
 QueryResult = QuerySolutions | QueryBoolean | QueryTriples
@@ -113,7 +113,7 @@ class GraphStore(Protocol):
         ...
 
     def search_index(self) -> Any | None:
-        """The search index and aggregates kept beside the store (:mod:`kg.index`),
+        """The search index and aggregates kept beside the store (:mod:`kg.store.index`),
         or None when the store has none."""
         ...
 

@@ -21,8 +21,8 @@ from urllib.parse import quote, unquote
 
 from kg import schema
 from kg.model import EntityType
-from kg.queries import rows, run
-from kg.store import GraphStore
+from kg.store.embedded import GraphStore
+from kg.store.queries import rows, run
 from kg.vocab import ID_PREFIX, KG
 
 # The JSON keys and roles come from kg.schema: an entity kind's segment (task,

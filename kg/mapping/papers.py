@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pyoxigraph import Literal, NamedNode, Quad
 
 from kg import schema
-from kg.mapping_results import direction_literal, map_results
+from kg.mapping.results import direction_literal, map_results
 from kg.model import Claim, Entity, EntityType, PaperExtraction, Record
 from kg.vocab import (
     BASE,

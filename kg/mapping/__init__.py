@@ -1,0 +1,1 @@
+"""RDF mapping: extracted papers become quads under the ontology."""

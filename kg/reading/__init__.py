@@ -1,0 +1,1 @@
+"""Reading: corpus files and records in, :class:`~kg.model.Record` out."""

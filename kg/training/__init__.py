@@ -1,0 +1,1 @@
+"""Evaluation and training: scoring the extractor and training its models."""
