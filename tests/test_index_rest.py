@@ -202,3 +202,114 @@ def test_whole_graph_export_of_a_large_store_is_a_413(sample_store: Path) -> Non
         response = client.get(f"/graph?format=d3&focus=task/{top}&depth=3")
         assert response.status_code == 413 and "depth" in response.json()["detail"]
         assert client.get("/graph?format=d3&focus=task/" + top).status_code in {200, 413}
+
+
+def _broader_tasks(client: TestClient) -> list[str]:
+    """Keys of the sample's tasks that have narrower tasks (the taxonomy)."""
+    from kg.store.queries import rows, run
+
+    found = rows(run(client.app.state.store, "store/taxonomy", {}))
+    return sorted({r["broader"].value.rsplit("/", 1)[-1] for r in found})
+
+
+def test_task_filters_with_narrower_tasks_are_read_from_the_index(
+    both: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kg.store.index import read as ix
+
+    indexed, scanning = both
+    calls: list[object] = []
+    real = ix.filtered_papers
+    monkeypatch.setattr(ix, "filtered_papers", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    broader = _broader_tasks(scanning)
+    assert broader, "the sample's taxonomy links some tasks"
+    method = _get(scanning, "/methods?limit=1")["items"][0]["key"]
+    dataset = _get(scanning, "/datasets?limit=1")["items"][0]["key"]
+    for task in broader[:3]:
+        for query in (
+            f"task={task}",
+            f"task={task}&exact=true",
+            f"task={task}&method={method}",
+            f"task={task}&method={method}&dataset={dataset}",
+            f"task={task}&q=learning",
+            f"method={method}&dataset={dataset}&q=model",
+        ):
+            url = f"/papers?{query}&limit=200"
+            calls.clear()
+            a, b = _get(indexed, url), _get(scanning, url)
+            assert calls, f"{url} is answered from the index"
+            assert (a["total"], a["filters"]) == (b["total"], b["filters"]), url
+            assert [p["id"] for p in a["items"]] == sorted(p["id"] for p in a["items"]), url
+            assert {p["id"] for p in a["items"]} == {p["id"] for p in b["items"]}, url
+        wide = _get(indexed, f"/papers?task={task}&limit=200")
+        narrow = _get(indexed, f"/papers?task={task}&exact=true&limit=200")
+        assert wide["total"] >= narrow["total"]
+        pages = [
+            p["id"]
+            for offset in range(0, wide["total"], 2)
+            for p in _get(indexed, f"/papers?task={task}&limit=2&offset={offset}")["items"]
+        ]
+        assert pages == [p["id"] for p in wide["items"]], "pages follow one order"
+
+
+def test_prefix_lists_page_like_one_sort(both: tuple) -> None:
+    from kg.store.index import read as ix
+
+    indexed, _scanning = both
+    index = indexed.app.state.store.search_index()
+    db = index.reader()
+    for type_name in ("Task", "Method", "Dataset"):
+        for prefix in ("r", "tr", "Un", "c", "zzz"):
+            low = prefix.lower()
+            every = db.execute(
+                "SELECT DISTINCT e.iri, e.type, e.label, e.papers FROM names n JOIN entities e "
+                "ON e.eid = n.eid WHERE n.lname >= ? AND n.lname < ? AND e.type = ? "
+                "AND e.papers > 0 ORDER BY e.papers DESC, e.iri",
+                (low, low + "\U0010ffff", type_name),
+            ).fetchall()
+            for limit, offset in ((1, 0), (3, 1), (2, 5), (200, 0), (5, 500)):
+                total, page = ix.ranked_entities(index, type_name, prefix, limit, offset)
+                assert total == len(every), (type_name, prefix)
+                assert page == every[offset : offset + limit], (type_name, prefix, limit, offset)
+
+
+def test_text_ranking_is_bounded_and_pages_cover_every_match(
+    both: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kg.store.index import read as ix
+
+    indexed, _scanning = both
+    full = _get(indexed, "/papers?q=learning&limit=200")
+    assert full["total"] > 6 and len(full["items"]) == full["total"]
+    # Below the window every match is ranked by BM25; above it, the newest
+    # RANK_WINDOW matches are ranked and the others follow, newest first.
+    monkeypatch.setattr(ix, "RANK_WINDOW", 4)
+    index = indexed.app.state.store.search_index()
+    match = ix.fts_query("learning")
+    newest = [
+        pid
+        for (pid,) in index.reader().execute(
+            "SELECT rowid FROM papers_fts WHERE papers_fts MATCH ? ORDER BY rowid DESC", (match,)
+        )
+    ]
+    ranked = [
+        pid
+        for (pid,) in index.reader().execute(
+            "SELECT f.rowid FROM papers_fts f JOIN papers p ON p.pid = f.rowid WHERE "
+            f"papers_fts MATCH ? AND f.rowid IN ({','.join(map(str, newest[:4]))}) "
+            "ORDER BY f.rank, p.id",
+            (match,),
+        )
+    ]
+    ids = dict(index.reader().execute("SELECT pid, id FROM papers"))
+    expected = [ids[p] for p in ranked + newest[4:]]
+    bounded = _get(indexed, "/papers?q=learning&limit=200")
+    assert bounded["total"] == full["total"]
+    assert [p["id"] for p in bounded["items"]] == expected
+    pages = [
+        p["id"]
+        for offset in range(0, full["total"], 3)
+        for p in _get(indexed, f"/papers?q=learning&limit=3&offset={offset}")["items"]
+    ]
+    assert pages == expected
+    assert {p["id"] for p in full["items"]} == set(expected)

@@ -38,8 +38,12 @@ def papers_page(
     q: str | None,
     limit: int,
     offset: int,
+    *,
+    exact: bool = False,
 ) -> dict[str, Any]:
-    """``GET /papers``: entity filters intersected in the index, ``q`` by BM25."""
+    """``GET /papers``: entity filters intersected in the index, ``q`` by BM25.
+    A task also stands for the tasks below it in the taxonomy (read from the
+    store: the index holds no taxonomy) unless ``exact``."""
     filters: dict[str, str | None] = {}
     for name, value in given.items():
         if value is None:
@@ -49,7 +53,14 @@ def papers_page(
         filters[name] = iri or resolve_entity(store, value, type_name=name, parameter=name)
     if any(v is None for v in filters.values()):
         return {"total": 0, "filters": filters, "items": []}
-    entities = [iri for iri in filters.values() if iri is not None]
+    entities: list[str | list[str]] = []
+    for name, iri in filters.items():
+        assert iri is not None
+        if name == "task" and not exact:
+            below = [rd.py(s["sub"]) for s in rd.solutions(store, "task-descendants", task=iri)]
+            entities.append(sorted({iri, *below}))
+        else:
+            entities.append(iri)
     total, rows = ix.filtered_papers(index, entities, q, limit, offset)
     return {"total": total, "filters": filters, "items": [_summary(r) for r in rows]}
 

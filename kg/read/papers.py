@@ -41,11 +41,10 @@ def papers_page(
     Several filters (or ``q``) intersect full lists, sorted by IRI in Python.
     With the store's index in step (:mod:`kg.store.index`), all of it is read there."""
     index = index_of(store)
-    # The index has no task taxonomy: a task with its narrower ones is read here.
-    if index is not None and (exact or given.get("task") is None):
+    if index is not None:
         from kg.read import indexed
 
-        return indexed.papers_page(index, store, given, q, limit, offset)
+        return indexed.papers_page(index, store, given, q, limit, offset, exact=exact)
     entity_filters = [(name, value) for name, value in given.items() if value is not None]
     if not entity_filters and q is None:
         total = count(store, "count-papers")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 from kg.store.index.db import Index
@@ -58,73 +59,118 @@ def papers(index: Index, limit: int, offset: int) -> tuple[int, list[tuple[str, 
     return count(index, "class:Paper"), rows
 
 
+RANK_WINDOW = 2000
+"""Most matches of a text query ranked by BM25: a query matching more papers
+ranks the ``RANK_WINDOW`` most recently indexed of them (the rest follow, newest
+first), so its cost stays bounded however many papers contain a common word."""
+
+
 def filtered_papers(
-    index: Index, entities: list[str], text: str | None, limit: int, offset: int
+    index: Index,
+    entities: Sequence[str | Sequence[str]],
+    text: str | None,
+    limit: int,
+    offset: int,
 ) -> tuple[int, list[tuple[str, str, str | None]]]:
     """Papers linking every entity and matching ``text``: the total and one page
-    of (iri, id, title) — by BM25 rank for text alone, else by id."""
-    db = index.reader()
-    parts: list[str] = []
-    params: list[Any] = []
-    for iri in entities:
-        parts.append("SELECT l.pid FROM links l JOIN entities e ON e.eid = l.eid WHERE e.iri = ?")
-        params.append(iri)
+    of (iri, id, title) — ranked for text alone (see :func:`text_papers`), else
+    by id. An entry of ``entities`` that is a list of IRIs is met by a paper
+    linking any of them (a task and its narrower tasks)."""
     match = fts_query(text) if text is not None else None
     if text is not None and match is None:
         return 0, []
-    if not parts and match is None:
-        return papers(index, limit, offset)
-    if len(entities) == 1 and match is None:
-        eid = entity_id(index, entities[0])
-        if eid is None:
+    groups: list[tuple[int, list[int]]] = []  # (papers at most, entity row ids)
+    for entry in entities:
+        iris = [entry] if isinstance(entry, str) else list(entry)
+        found = _entity_sizes(index, iris)
+        if not found:
             return 0, []
-        total = entity_papers_count(index, entities[0])
+        groups.append((sum(found.values()), sorted(found)))
+    if not groups:
+        return text_papers(index, match, limit, offset) if match else papers(index, limit, offset)
+    db = index.reader()
+    if len(groups) == 1 and len(groups[0][1]) == 1 and match is None:
+        size, (eid,) = groups[0]
         rows = db.execute(
             "SELECT p.iri, p.id, p.title FROM (SELECT DISTINCT paper_id, pid FROM links "
             "WHERE eid = ? ORDER BY paper_id LIMIT ? OFFSET ?) l JOIN papers p ON p.pid = l.pid "
             "ORDER BY l.paper_id",
             (eid, limit, offset),
         ).fetchall()
-        return total, rows
-    wanted = " INTERSECT ".join(parts)
-    if match is not None and not parts:
-        total = db.execute(
-            "SELECT count(*) FROM papers_fts WHERE papers_fts MATCH ?", (match,)
-        ).fetchone()[0]
-        rows = db.execute(
-            "SELECT p.iri, p.id, p.title FROM papers_fts f JOIN papers p ON p.pid = f.rowid "
-            "WHERE papers_fts MATCH ? ORDER BY f.rank, p.id LIMIT ? OFFSET ?",
-            (match, limit, offset),
-        ).fetchall()
-        return total, rows
+        return size, rows
+    # The rarest entity's papers drive; each is checked against the other
+    # filters by primary-key lookups, so the cost follows the smallest list,
+    # not the store.
+    groups.sort()
+    (_, driver), others = groups[0], groups[1:]
+    sql = f"SELECT DISTINCT l.paper_id, l.pid FROM links l WHERE l.eid IN ({_marks(driver)})"
+    args: list[Any] = list(driver)
+    for _size, eids in others:
+        sql += (
+            f" AND EXISTS (SELECT 1 FROM links x WHERE x.eid IN ({_marks(eids)}) "
+            "AND x.paper_id = l.paper_id)"
+        )
+        args += eids
     if match is not None:
-        # Text and entities: ranking inside an FTS query restricted to a set of
-        # rows costs a lookup per row, so the two sets are intersected here and
-        # the result ordered by id, like the entity filters alone.
-        found = {r for (r,) in db.execute(wanted, params)}
-        found &= {
-            r
-            for (r,) in db.execute(
-                "SELECT rowid FROM papers_fts WHERE papers_fts MATCH ?", (match,)
-            )
-        }
-        ids = sorted(found)
-        found_rows: list[Any] = []
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            found_rows += db.execute(
-                f"SELECT iri, id, title FROM papers WHERE pid IN ({','.join('?' * len(chunk))})",
-                chunk,
-            ).fetchall()
-        found_rows.sort(key=lambda r: r[1])
-        return len(found_rows), found_rows[offset : offset + limit]
-    total = db.execute(f"SELECT count(*) FROM ({wanted})", params).fetchone()[0]
-    rows = db.execute(
-        f"SELECT p.iri, p.id, p.title FROM papers p WHERE p.pid IN ({wanted}) "
-        "ORDER BY p.id LIMIT ? OFFSET ?",
-        [*params, limit, offset],
-    ).fetchall()
+        sql += " AND l.pid IN (SELECT rowid FROM papers_fts WHERE papers_fts MATCH ?)"
+        args.append(match)
+    found = db.execute(sql + " ORDER BY l.paper_id", args).fetchall()
+    page = [pid for _paper_id, pid in found[offset : offset + limit]]
+    return len(found), _papers_by_pid(db, page)
+
+
+def text_papers(
+    index: Index, match: str, limit: int, offset: int
+) -> tuple[int, list[tuple[str, str, str | None]]]:
+    """Papers matching an FTS query: the total and one page, best BM25 first
+    among the newest :data:`RANK_WINDOW` matches, then the older ones newest
+    first (all of them by BM25 when there are no more than the window)."""
+    db = index.reader()
+    total = db.execute(
+        "SELECT count(*) FROM papers_fts WHERE papers_fts MATCH ?", (match,)
+    ).fetchone()[0]
+    window = min(total, RANK_WINDOW)
+    rows: list[Any] = []
+    if offset < window:
+        rows = db.execute(
+            "SELECT p.iri, p.id, p.title FROM (SELECT rowid, rank FROM papers_fts "
+            "WHERE papers_fts MATCH ? ORDER BY rowid DESC LIMIT ?) f "
+            "JOIN papers p ON p.pid = f.rowid ORDER BY f.rank, p.id LIMIT ? OFFSET ?",
+            (match, window, limit, offset),
+        ).fetchall()
+    if len(rows) < limit and offset + len(rows) < total:
+        rest = db.execute(
+            "SELECT rowid FROM papers_fts WHERE papers_fts MATCH ? ORDER BY rowid DESC "
+            "LIMIT ? OFFSET ?",
+            (match, limit - len(rows), max(offset, window)),
+        ).fetchall()
+        rows += _papers_by_pid(db, [pid for (pid,) in rest])
     return total, rows
+
+
+def _marks(items: Sequence[object]) -> str:
+    return ",".join("?" * len(items))
+
+
+def _entity_sizes(index: Index, iris: list[str]) -> dict[int, int]:
+    """Row id → papers of each of these entities the index knows."""
+    rows = index.reader().execute(
+        f"SELECT eid, papers FROM entities WHERE iri IN ({_marks(iris)})", iris
+    )
+    return dict(rows.fetchall())
+
+
+def _papers_by_pid(db: sqlite3.Connection, pids: list[int]) -> list[tuple[str, str, str | None]]:
+    """(iri, id, title) of these papers, in the order given."""
+    if not pids:
+        return []
+    found = {
+        pid: (iri, paper_id, title)
+        for pid, iri, paper_id, title in db.execute(
+            f"SELECT pid, iri, id, title FROM papers WHERE pid IN ({_marks(pids)})", pids
+        )
+    }
+    return [found[pid] for pid in pids if pid in found]
 
 
 def search_papers(index: Index, text: str, limit: int) -> list[tuple[str, str, str | None]]:
@@ -204,18 +250,33 @@ def ranked_entities(
         ).fetchall()
         return count(index, "linked:" + type_name), rows
     low = prefix.lower()
-    matching = (
-        "SELECT DISTINCT e.eid, e.iri, e.type, e.label, e.papers FROM names n "
-        "CROSS JOIN entities e ON e.eid = n.eid WHERE n.lname >= ? AND n.lname < ? "
-        "AND e.type = ? AND e.papers > 0"
-    )
     args = (low, low + _TOP, type_name)
+    # One pass over the names in the prefix's range (a B-tree range), each
+    # entity looked up by row id: the count costs what matches, not the store.
+    matching = (
+        "SELECT e.iri, e.type, e.label, e.papers FROM (SELECT DISTINCT eid FROM names "
+        "WHERE lname >= ? AND lname < ?) n CROSS JOIN entities e ON e.eid = n.eid "
+        "WHERE e.type = ? AND e.papers > 0"
+    )
     total = db.execute(f"SELECT count(*) FROM ({matching})", args).fetchone()[0]
-    page = db.execute(
-        f"SELECT iri, type, label, papers FROM ({matching}) "
-        "ORDER BY papers DESC, iri LIMIT ? OFFSET ?",
-        (*args, limit, offset),
-    ).fetchall()
+    if not total or offset >= total:
+        return total, []
+    # The page: sorting every match costs ~total rows; walking the type's
+    # entities most papers first and keeping those named by the prefix costs
+    # ~(offset + limit) x linked / total rows when matches are spread evenly
+    # (a short, common prefix). The cheaper way; both give the same rows.
+    linked = count(index, "linked:" + type_name)
+    if (offset + limit) * linked < total * total:
+        page = db.execute(
+            "SELECT iri, type, label, papers FROM entities INDEXED BY entities_rank "
+            "WHERE type = ? AND papers > 0 AND eid IN (SELECT eid FROM names "
+            "WHERE lname >= ? AND lname < ?) ORDER BY papers DESC, iri LIMIT ? OFFSET ?",
+            (type_name, low, low + _TOP, limit, offset),
+        ).fetchall()
+    else:
+        page = db.execute(
+            f"{matching} ORDER BY e.papers DESC, e.iri LIMIT ? OFFSET ?", (*args, limit, offset)
+        ).fetchall()
     return total, page
 
 
