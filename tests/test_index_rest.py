@@ -163,11 +163,14 @@ def test_posted_and_deleted_papers_follow_in_search(
         assert _get(client, "/stats")["counts"]["papers"] == before  # now from the scans
 
 
-def _graph(client: TestClient, url: str) -> tuple[set, set]:
-    body = _get(client, url)
+def _graph(client: TestClient, url: str) -> tuple[set, set, tuple]:
+    response = client.get(url)
+    assert response.status_code == 200, (url, response.text)
+    body = response.json()
     nodes = {(n["id"], n.get("label"), n.get("paper_count")) for n in body["nodes"]}
-    links = {(e["source"], e["target"], e.get("weight")) for e in body["links"]}
-    return nodes, links
+    links = {(e["source"], e["target"], e.get("weight"), e.get("predicate")) for e in body["links"]}
+    counts = tuple(response.headers[f"X-Graph-{h}"] for h in ("Total-Nodes", "Truncated"))
+    return nodes, links, counts
 
 
 def test_graph_neighbourhoods_from_the_index_equal_the_whole_graph_path(both: tuple) -> None:
@@ -176,6 +179,11 @@ def test_graph_neighbourhoods_from_the_index_equal_the_whole_graph_path(both: tu
     paper = _get(scanning, "/papers?limit=1")["items"][0]["id"]
     for query in (
         f"focus=task/{top}&depth=1",
+        # The star of an entity reads only the papers the limit keeps.
+        f"focus=task/{top}&depth=1&limit=3",
+        f"focus=task/{top}&depth=1&limit=1",
+        f"focus=task/{top}&depth=1&limit=4&min_support=2",
+        f"focus=task/{top}&depth=1&types=Task,Method",
         f"focus=task/{top}&depth=2&limit=50",
         f"focus={paper}&depth=2",
         f"focus=task/{top}&projection=entity&depth=1",
@@ -183,6 +191,20 @@ def test_graph_neighbourhoods_from_the_index_equal_the_whole_graph_path(both: tu
     ):
         url = f"/graph?format=d3&{query}"
         assert _graph(indexed, url) == _graph(scanning, url), query
+
+
+def test_an_entity_star_reads_only_the_papers_the_limit_keeps(both: tuple) -> None:
+    from kg.read.graphview import GraphRequest
+    from kg.store.index.graph import entity_star
+
+    indexed, scanning = both
+    top = _get(scanning, "/tasks?limit=1")["items"][0]
+    index = indexed.app.state.store.search_index()
+    data = entity_star(index, top["iri"], GraphRequest(focus=top["iri"], limit=3), 10_000)
+    assert data is not None
+    papers = [n for n in data.nodes.values() if n["type"] == "Paper"]
+    assert len(papers) == 2 and data.omitted == top["papers"] - 2
+    assert entity_star(index, "https://w3id.org/mlkg/id/paper/none", GraphRequest(), 10) is None
 
 
 def test_whole_graph_export_of_a_large_store_is_a_413(sample_store: Path) -> None:

@@ -130,6 +130,9 @@ class GraphData:
     """(paper, entity) → the predicates linking them."""
     entities_of: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     papers_of: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    omitted: int = 0
+    """Nodes of the neighbourhood left unread because the node limit cuts them
+    anyway (see :func:`kg.store.index.graph.entity_star`): counted in the total."""
     _pairs: dict[str, dict[str, list[str]]] | None = None
 
     def pairs(self) -> dict[str, dict[str, list[str]]]:
@@ -286,7 +289,7 @@ def build_graph(
     # 2. The node limit: nearest to the focus first, then the most supported (an
     # entity by its papers, a paper by the entities it names: every paper has one
     # paper behind it, so ranking papers by that would drop them all).
-    total = len(keep)
+    total = len(keep) + data.omitted
     truncated = request.limit is not None and total > request.limit
     if truncated:
 

@@ -36,7 +36,8 @@ from pathlib import Path
 
 from kg.store.index.rows import RELATION_TYPE, EntityInfo, PaperRow
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+"""2: ``names_entity`` (an entity's names by row id, for graph neighbourhoods)."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -51,6 +52,7 @@ CREATE INDEX IF NOT EXISTS entities_rank ON entities (type, papers DESC, iri);
 CREATE TABLE IF NOT EXISTS names (
   lname TEXT NOT NULL, eid INTEGER NOT NULL, name TEXT NOT NULL,
   PRIMARY KEY (lname, eid, name)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS names_entity ON names (eid);
 CREATE VIRTUAL TABLE IF NOT EXISTS names_tri USING fts5(
   lname, eid UNINDEXED, name UNINDEXED, tokenize = 'trigram');
 CREATE TABLE IF NOT EXISTS links (

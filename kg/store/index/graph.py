@@ -72,6 +72,10 @@ def bounded_data(
     index = index_of(store)
     if request.focus and index is not None:
         iri = resolve_focus(store, request.focus)
+        if request.projection == "bipartite" and request.depth == 1:
+            star = entity_star(index, iri, request, max_nodes)
+            if star is not None:
+                return star
         radius = request.depth if request.projection == "bipartite" else 2 * request.depth + 1
         return neighbourhood(index, iri, radius, max_nodes)
     if index is not None:
@@ -127,6 +131,47 @@ def neighbourhood(index: Index, focus: str, radius: int, cap: int) -> GraphData:
         if not frontier_p and not frontier_e:
             break
     return _graph_data(index, papers, entities, links)
+
+
+def entity_star(index: Index, focus: str, request: GraphRequest, cap: int) -> GraphData | None:
+    """The depth-1 bipartite neighbourhood of an entity (None: ``focus`` is not
+    one), reading only the papers the node limit keeps.
+
+    :func:`kg.read.graphview.build_graph` keeps the focus, then its papers by
+    IRI (each paper has the same support there: one edge, to the focus), so the
+    first ``limit - 1`` papers by IRI are read and the others only counted."""
+    db = index.reader()
+    row = db.execute("SELECT eid FROM entities WHERE iri = ?", (focus,)).fetchone()
+    if row is None:
+        return None
+    eid = row[0]
+    pids: list[int] = []
+    omitted = 0
+    if "Paper" in request.types:
+        papers = db.execute(
+            "SELECT count(DISTINCT paper_id) FROM links WHERE eid = ?", (eid,)
+        ).fetchone()[0]
+        keep = papers if request.limit is None else min(papers, request.limit - 1)
+        if keep + 1 > cap:
+            raise NeighbourhoodTooLarge(papers + 1, cap)
+        omitted = papers - keep
+        pids = [
+            pid
+            for (pid,) in db.execute(
+                "SELECT p.pid FROM papers p WHERE p.pid IN (SELECT pid FROM links WHERE eid = ?) "
+                "ORDER BY p.iri LIMIT ?",
+                (eid, keep),
+            )
+        ]
+    links: list[tuple[int, int, str]] = []
+    for chunk in _chunks(pids):
+        marks = ",".join("?" * len(chunk))
+        links += db.execute(
+            f"SELECT pid, eid, rel FROM links WHERE eid = ? AND pid IN ({marks})", [eid, *chunk]
+        ).fetchall()
+    data = _graph_data(index, set(pids), {eid}, links)
+    data.omitted = omitted
+    return data
 
 
 def _graph_data(
