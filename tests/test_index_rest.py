@@ -335,3 +335,40 @@ def test_text_ranking_is_bounded_and_pages_cover_every_match(
     ]
     assert pages == expected
     assert {p["id"] for p in full["items"]} == set(expected)
+
+
+def test_entity_search_ranks_like_one_sort_over_every_match(both: tuple) -> None:
+    from kg.store.index import read as ix
+
+    indexed, _scanning = both
+    index = indexed.app.state.store.search_index()
+    db = index.reader()
+    names = db.execute("SELECT eid, name FROM names").fetchall()
+    entities = {
+        r[0]: r[1:] for r in db.execute("SELECT eid, iri, type, label, papers FROM entities")
+    }
+    for text in ("learn", "Tra", "re", "a", "image", "unlearning", "zzz"):
+        low = text.lower()
+        best: dict[int, tuple[int, int, str]] = {}
+        for eid, name in names:
+            lname = name.lower()
+            if low in lname:
+                rank = (0 if lname == low else 1 if lname.startswith(low) else 2, len(name), name)
+                best[eid] = min(best.get(eid, rank), rank)
+        every = sorted(
+            (
+                (rank[0], -entities[eid][3], rank[1], entities[eid][0]),
+                {
+                    "iri": entities[eid][0],
+                    "type": entities[eid][1],
+                    "label": entities[eid][2],
+                    "papers": entities[eid][3],
+                    "matched": rank[2],
+                },
+            )
+            for eid, rank in best.items()
+            if entities[eid][3] > 0
+        )
+        for limit in (1, 3, 20, 500):
+            expected = [item for _key, item in every[:limit]]
+            assert ix.search_entities(index, text, limit) == expected, (text, limit)

@@ -181,58 +181,45 @@ def search_papers(index: Index, text: str, limit: int) -> list[tuple[str, str, s
 def search_entities(index: Index, text: str, limit: int) -> list[dict[str, Any]]:
     """Entities with papers whose label or an alias contains ``text`` (any
     case): exact matches first, then prefix matches, then others; most papers
-    first among equals, then shorter names."""
+    first among equals, then shorter names.
+
+    Each kind of match is one ranked, limited SQL query, asked only while the
+    page is not full: a later kind is reached only when every entity with
+    papers of the earlier kinds is on the page, so an entity never shows twice
+    and a common prefix does not read the substring matches."""
     low = text.lower()
     db = index.reader()
     if len(low) >= 3:
         phrase = '"' + low.replace('"', '""') + '"'
-        matches = db.execute(
-            "SELECT eid, name FROM names_tri WHERE names_tri MATCH ?", (phrase,)
-        ).fetchall()
+        substring = ("SELECT eid, name, lname FROM names_tri WHERE names_tri MATCH ?", (phrase,))
     else:
-        matches = db.execute(
-            "SELECT eid, name FROM names WHERE instr(lname, ?) > 0", (low,)
+        substring = ("SELECT eid, name, lname FROM names WHERE instr(lname, ?) > 0", (low,))
+    kinds = (
+        ("SELECT eid, name, lname FROM names WHERE lname = ?", (low,)),
+        ("SELECT eid, name, lname FROM names WHERE lname >= ? AND lname < ?", (low, low + _TOP)),
+        substring,
+    )
+    found: list[dict[str, Any]] = []
+    for names, args in kinds:
+        if len(found) >= limit:
+            break
+        seen = [item["eid"] for item in found]
+        # Trigram hits are candidates: instr() checks the substring itself.
+        rows = db.execute(
+            "SELECT e.eid, e.iri, e.type, e.label, e.papers, m.name FROM (SELECT eid, name, "
+            "length(name) AS len, row_number() OVER (PARTITION BY eid ORDER BY length(name), "
+            f"name) AS r FROM ({names}) WHERE instr(lname, ?) > 0 AND eid NOT IN "
+            f"({_marks(seen)})) m CROSS JOIN entities e ON e.eid = m.eid "
+            "WHERE m.r = 1 AND e.papers > 0 ORDER BY e.papers DESC, m.len, e.iri LIMIT ?",
+            (*args, low, *seen, limit - len(found)),
         ).fetchall()
-    best: dict[int, tuple[int, int, str]] = {}
-    for eid, name in matches:
-        lname = name.lower()
-        if low not in lname:
-            continue  # trigram matches are candidates: check the substring itself
-        rank = (0 if lname == low else 1 if lname.startswith(low) else 2, len(name), name)
-        if eid not in best or rank < best[eid]:
-            best[eid] = rank
-    found = []
-    for eid, iri, type_name, label, n in _entities(db, list(best)):
-        if n > 0:
-            rank = best[eid]
-            found.append(
-                (
-                    (rank[0], -n, rank[1], iri),
-                    {
-                        "iri": iri,
-                        "type": type_name,
-                        "label": label,
-                        "papers": n,
-                        "matched": rank[2],
-                    },
-                )
-            )
-    found.sort(key=lambda pair: pair[0])
-    return [item for _, item in found[:limit]]
-
-
-def _entities(db: Any, eids: list[int]) -> list[tuple[int, str, str, str | None, int]]:
-    out: list[tuple[int, str, str, str | None, int]] = []
-    for start in range(0, len(eids), 500):
-        chunk = eids[start : start + 500]
-        out.extend(
-            db.execute(
-                f"SELECT eid, iri, type, label, papers FROM entities WHERE eid IN "
-                f"({','.join('?' * len(chunk))})",
-                chunk,
-            ).fetchall()
-        )
-    return out
+        found += [
+            {"eid": eid, "iri": iri, "type": t, "label": label, "papers": n, "matched": name}
+            for eid, iri, t, label, n, name in rows
+        ]
+    for item in found:
+        del item["eid"]
+    return found
 
 
 def ranked_entities(
