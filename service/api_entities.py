@@ -121,6 +121,9 @@ def get_entity(
     store: Annotated[GraphStore, Depends(get_store)],
     response: Response,
     papers_limit: Annotated[int, Query(ge=0, le=10_000, description="Most papers listed")] = 100,
+    papers_offset: Annotated[
+        int, Query(ge=0, le=MAX_OFFSET, description="Papers to skip (they are ordered by id)")
+    ] = 0,
     related_limit: Annotated[
         int, Query(ge=0, le=1000, description="Most related entities of each type")
     ] = 20,
@@ -130,7 +133,12 @@ def get_entity(
     shared papers: for a task, the methods used for it; for a method, the tasks
     it is applied to. The entity's IRI is ``https://w3id.org/mlkg/id/{type}/{key}``."""
     detail = read_entities.entity_detail(
-        store, type.value, key, papers_limit=papers_limit, related_limit=related_limit
+        store,
+        type.value,
+        key,
+        papers_limit=papers_limit,
+        papers_offset=papers_offset,
+        related_limit=related_limit,
     )
     if detail is None:
         raise NotFound(f"no {type.value} with key {key!r}", slug="unknown-entity")

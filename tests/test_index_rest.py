@@ -372,3 +372,18 @@ def test_entity_search_ranks_like_one_sort_over_every_match(both: tuple) -> None
         for limit in (1, 3, 20, 500):
             expected = [item for _key, item in every[:limit]]
             assert ix.search_entities(index, text, limit) == expected, (text, limit)
+
+
+def test_entity_papers_are_paged_alike(both: tuple) -> None:
+    indexed, scanning = both
+    top = _get(scanning, "/tasks?limit=1")["items"][0]
+    full = _get(indexed, top["href"] + "?papers_limit=1000")
+    assert len(full["papers"]) == full["paper_count"] > 3
+    for client in (indexed, scanning):
+        pages = [
+            p
+            for offset in range(0, full["paper_count"], 3)
+            for p in _get(client, f"{top['href']}?papers_limit=3&papers_offset={offset}")["papers"]
+        ]
+        assert [p["id"] for p in pages] == [p["id"] for p in full["papers"]]
+    assert indexed.get(top["href"] + "?papers_offset=-1").status_code == 422

@@ -80,15 +80,28 @@ def list_entities(
 
 
 def entity_detail(
-    store: GraphStore, type_name: str, key: str, *, papers_limit: int = 100, related_limit: int = 20
+    store: GraphStore,
+    type_name: str,
+    key: str,
+    *,
+    papers_limit: int = 100,
+    papers_offset: int = 0,
+    related_limit: int = 20,
 ) -> dict[str, Any] | None:
-    """The JSON of one entity, or None when the graph has no entity of that type and key."""
+    """The JSON of one entity, or None when the graph has no entity of that type and
+    key; its papers by id, ``papers_limit`` of them from ``papers_offset`` on."""
     index = index_of(store)
     if index is not None:
         from kg.read import indexed
 
         found = indexed.entity_detail(
-            index, store, type_name, key, papers_limit=papers_limit, related_limit=related_limit
+            index,
+            store,
+            type_name,
+            key,
+            papers_limit=papers_limit,
+            papers_offset=papers_offset,
+            related_limit=related_limit,
         )
         return _with_task_tree(store, type_name, found)
     iri = entity_iri(schema.kind(type_name).name, key)
@@ -105,7 +118,9 @@ def entity_detail(
             papers[s["paper"].value] = paper
         paper["relations"].append(RELATIONS.get(s["relation"].value, s["relation"].value))
     out["paper_count"] = len(papers)
-    out["papers"] = sorted(papers.values(), key=lambda p: p["id"])[:papers_limit]
+    out["papers"] = sorted(papers.values(), key=lambda p: p["id"])[
+        papers_offset : papers_offset + papers_limit
+    ]
     plural = {k.segment: k.plural for k in schema.ENTITY_TYPES}
     kept: dict[str, list[Any]] = {k.plural: [] for k in schema.ENTITY_TYPES}
     for row in solutions(store, "related-entities", entity=iri):

@@ -94,6 +94,7 @@ def entity_detail(
     key: str,
     *,
     papers_limit: int,
+    papers_offset: int = 0,
     related_limit: int,
 ) -> dict[str, Any] | None:
     """``GET /entities/{type}/{key}``: papers and related entities from the index."""
@@ -103,7 +104,7 @@ def entity_detail(
         return None
     out = rd.entity_ref(iri, head["type"], head["label"])
     out["aliases"] = [rd.py(s["alias"]) for s in rd.solutions(store, "entity-aliases", entity=iri)]
-    total, rows = ix.entity_papers(index, iri, papers_limit)
+    total, rows = ix.entity_papers(index, iri, papers_limit, papers_offset)
     out["paper_count"] = total
     out["papers"] = [
         {**rd.paper_summary(piri, title, pid), "relations": [rd.RELATIONS.get(r, r) for r in rels]}

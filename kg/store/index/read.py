@@ -268,19 +268,19 @@ def ranked_entities(
 
 
 def entity_papers(
-    index: Index, iri: str, limit: int
+    index: Index, iri: str, limit: int, offset: int = 0
 ) -> tuple[int, list[tuple[str, str, str | None, list[str]]]]:
-    """How many papers link the entity, and the first ``limit`` of them by id as
-    (iri, id, title, relation IRIs)."""
+    """How many papers link the entity, and ``limit`` of them by id from
+    ``offset`` on, as (iri, id, title, relation IRIs)."""
     db = index.reader()
     eid = entity_id(index, iri)
     if eid is None:
         return 0, []
     rows = db.execute(
         "SELECT p.iri, p.id, p.title, l.rel FROM (SELECT DISTINCT paper_id FROM links "
-        "WHERE eid = ? ORDER BY paper_id LIMIT ?) f JOIN links l ON l.eid = ? AND "
+        "WHERE eid = ? ORDER BY paper_id LIMIT ? OFFSET ?) f JOIN links l ON l.eid = ? AND "
         "l.paper_id = f.paper_id JOIN papers p ON p.pid = l.pid ORDER BY l.paper_id, l.rel",
-        (eid, limit, eid),
+        (eid, limit, offset, eid),
     ).fetchall()
     out: dict[str, tuple[str, str, str | None, list[str]]] = {}
     for piri, pid, title, rel in rows:
