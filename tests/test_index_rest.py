@@ -255,6 +255,10 @@ def test_task_filters_with_narrower_tasks_are_read_from_the_index(
             f"task={task}&method={method}&dataset={dataset}",
             f"task={task}&q=learning",
             f"method={method}&dataset={dataset}&q=model",
+            # Two single entities: counted by the co-occurrence table.
+            f"task={task}&exact=true&method={method}",
+            f"method={method}&dataset={dataset}",
+            f"method={method}&dataset={dataset}&offset=1",
         ):
             url = f"/papers?{query}&limit=200"
             calls.clear()

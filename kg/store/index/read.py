@@ -112,9 +112,20 @@ def filtered_papers(
         )
         args += eids
     if match is not None:
-        sql += " AND l.pid IN (SELECT rowid FROM papers_fts WHERE papers_fts MATCH ?)"
+        # The unary + keeps the planner on the driver's primary key: through the
+        # (pid, eid) index it would probe every match of the word per entity.
+        sql += " AND +l.pid IN (SELECT rowid FROM papers_fts WHERE papers_fts MATCH ?)"
         args.append(match)
-    found = db.execute(sql + " ORDER BY l.paper_id", args).fetchall()
+    sql += " ORDER BY l.paper_id"
+    if match is None and len(groups) == 2 and len(driver) == len(others[0][1]) == 1:
+        # Two entities: the co-occurrence table counts their shared papers, and
+        # the page stops once full (the driver's list is read in id order).
+        row = db.execute(
+            "SELECT n FROM cooc WHERE a = ? AND b = ?", (driver[0], others[0][1][0])
+        ).fetchone()
+        page = db.execute(f"{sql} LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
+        return (row[0] if row else 0), _papers_by_pid(db, [pid for _id, pid in page])
+    found = db.execute(sql, args).fetchall()
     page = [pid for _paper_id, pid in found[offset : offset + limit]]
     return len(found), _papers_by_pid(db, page)
 
