@@ -391,3 +391,32 @@ def test_entity_papers_are_paged_alike(both: tuple) -> None:
         ]
         assert [p["id"] for p in pages] == [p["id"] for p in full["papers"]]
     assert indexed.get(top["href"] + "?papers_offset=-1").status_code == 422
+
+
+def test_prefix_lists_from_an_older_index_file_alike(store_copy: Path) -> None:
+    import sqlite3
+
+    from kg.store.index import read as ix
+    from kg.store.index.db import Index, version
+
+    path = Path(f"{store_copy}.index.sqlite")
+    cases = [("Task", "r"), ("Method", "tr"), ("Dataset", "c"), ("Metric", "a")]
+
+    def lists(index: Index) -> list:
+        return [ix.ranked_entities(index, t, p, 3, 1) for t, p in cases]
+
+    current = Index(path)
+    assert version(current.reader()) == 3
+    expected = lists(current)
+    current.close()
+    # A schema-2 file: no type_names. Read-only, it answers from names; opened
+    # for writing, it is filled from names and answers alike.
+    db = sqlite3.connect(path)
+    db.executescript("DROP TABLE type_names; UPDATE meta SET value = '2' WHERE key = 'version';")
+    db.close()
+    old = Index(path, read_only=True)
+    assert version(old.reader()) == 2 and lists(old) == expected
+    old.close()
+    upgraded = Index(path)
+    assert version(upgraded.reader()) == 3 and lists(upgraded) == expected
+    upgraded.close()

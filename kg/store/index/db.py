@@ -36,8 +36,10 @@ from pathlib import Path
 
 from kg.store.index.rows import RELATION_TYPE, EntityInfo, PaperRow
 
-SCHEMA_VERSION = "2"
-"""2: ``names_entity`` (an entity's names by row id, for graph neighbourhoods)."""
+SCHEMA_VERSION = "3"
+"""2: ``names_entity`` (an entity's names by row id, for graph neighbourhoods);
+3: ``type_names`` (names by entity type, for ``?prefix=``), filled from
+``names`` when an older file is opened for writing."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -53,6 +55,9 @@ CREATE TABLE IF NOT EXISTS names (
   lname TEXT NOT NULL, eid INTEGER NOT NULL, name TEXT NOT NULL,
   PRIMARY KEY (lname, eid, name)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS names_entity ON names (eid);
+CREATE TABLE IF NOT EXISTS type_names (
+  type TEXT NOT NULL, lname TEXT NOT NULL, eid INTEGER NOT NULL,
+  PRIMARY KEY (type, lname, eid)) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS names_tri USING fts5(
   lname, eid UNINDEXED, name UNINDEXED, tokenize = 'trigram');
 CREATE TABLE IF NOT EXISTS links (
@@ -99,7 +104,7 @@ class Index:
             with self._write_lock:
                 db = self._wdb = self._connect()
                 db.executescript(SCHEMA)  # commits on its own: not inside _writer
-                db.execute("INSERT OR IGNORE INTO meta VALUES ('version', ?)", (SCHEMA_VERSION,))
+                _upgrade(db)
 
     # ------------------------------------------------------------ connections
 
@@ -187,6 +192,11 @@ class Index:
                         "INSERT OR IGNORE INTO names VALUES (?,?,?)", (low, eid, name)
                     ).rowcount:
                         db.execute("INSERT INTO names_tri VALUES (?,?,?)", (low, eid, name))
+                        db.execute(
+                            "INSERT OR IGNORE INTO type_names SELECT type, ?, eid FROM entities "
+                            "WHERE eid = ? AND type IS NOT NULL",
+                            (low, eid),
+                        )
             for row in rows:
                 _remove_paper(db, row.paper_id)
                 _add_paper(db, row)
@@ -198,6 +208,30 @@ class Index:
             for paper_id in paper_ids:
                 _remove_paper(db, paper_id)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('state', 'ok')")
+
+
+def _upgrade(db: sqlite3.Connection) -> None:
+    """Record the schema version of a new file; fill what an older one lacks."""
+    row = db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
+    if row is not None and int(row[0]) < 3:
+        db.execute("BEGIN IMMEDIATE")
+        db.execute(
+            "INSERT OR IGNORE INTO type_names SELECT e.type, n.lname, n.eid FROM names n "
+            "JOIN entities e ON e.eid = n.eid WHERE e.type IS NOT NULL"
+        )
+        db.execute("UPDATE meta SET value = ? WHERE key = 'version'", (SCHEMA_VERSION,))
+        db.execute("COMMIT")
+    elif row is None:
+        db.execute("INSERT INTO meta VALUES ('version', ?)", (SCHEMA_VERSION,))
+
+
+def version(db: sqlite3.Connection) -> int:
+    """The schema version of an index file (0: none recorded, or unreadable)."""
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
+    except sqlite3.Error:
+        return 0
+    return int(row[0]) if row else 0
 
 
 def _rowid(cursor: sqlite3.Cursor) -> int:
@@ -218,6 +252,10 @@ def _entity(db: sqlite3.Connection, iri: str, type_name: str | None) -> int:
     if row is not None:
         if row[1] is None and type_name is not None:
             db.execute("UPDATE entities SET type=? WHERE eid=?", (type_name, row[0]))
+            db.execute(
+                "INSERT OR IGNORE INTO type_names SELECT ?, lname, eid FROM names WHERE eid = ?",
+                (type_name, row[0]),
+            )
             _bump(db, "class:" + type_name, 1)
         return row[0]
     cur = db.execute("INSERT INTO entities (iri, type) VALUES (?, ?)", (iri, type_name))

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from kg.store.index.db import Index
+from kg.store.index.db import Index, version
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _TOP = "\U0010ffff"  # sorts after every character: the end of a prefix range
@@ -248,15 +248,26 @@ def ranked_entities(
         ).fetchall()
         return count(index, "linked:" + type_name), rows
     low = prefix.lower()
-    args = (low, low + _TOP, type_name)
-    # One pass over the names in the prefix's range (a B-tree range), each
-    # entity looked up by row id: the count costs what matches, not the store.
-    matching = (
-        "SELECT e.iri, e.type, e.label, e.papers FROM (SELECT DISTINCT eid FROM names "
-        "WHERE lname >= ? AND lname < ?) n CROSS JOIN entities e ON e.eid = n.eid "
-        "WHERE e.type = ? AND e.papers > 0"
-    )
-    total = db.execute(f"SELECT count(*) FROM ({matching})", args).fetchone()[0]
+    if version(db) >= 3:
+        # The type's names in the prefix's range: one B-tree range of
+        # (type, name) rows; the few entities without papers any more (after
+        # deletes) are found at the tail of entities_rank and taken away.
+        named = "SELECT eid FROM type_names WHERE type = ? AND lname >= ? AND lname < ?"
+        args: tuple[Any, ...] = (type_name, low, low + _TOP)
+        total = db.execute(f"SELECT count(DISTINCT eid) FROM ({named})", args).fetchone()[0]
+        total -= db.execute(
+            "SELECT count(*) FROM entities INDEXED BY entities_rank WHERE type = ? "
+            f"AND papers <= 0 AND eid IN ({named})",
+            (type_name, *args),
+        ).fetchone()[0]
+    else:  # an index file from before type_names, opened read-only
+        named = "SELECT eid FROM names WHERE lname >= ? AND lname < ? AND ? IS NOT NULL"
+        args = (low, low + _TOP, type_name)
+        total = db.execute(
+            f"SELECT count(*) FROM (SELECT DISTINCT eid FROM ({named})) n CROSS JOIN entities e "
+            "ON e.eid = n.eid WHERE e.type = ? AND e.papers > 0",
+            (*args, type_name),
+        ).fetchone()[0]
     if not total or offset >= total:
         return total, []
     # The page: sorting every match costs ~total rows; walking the type's
@@ -267,13 +278,16 @@ def ranked_entities(
     if (offset + limit) * linked < total * total:
         page = db.execute(
             "SELECT iri, type, label, papers FROM entities INDEXED BY entities_rank "
-            "WHERE type = ? AND papers > 0 AND eid IN (SELECT eid FROM names "
-            "WHERE lname >= ? AND lname < ?) ORDER BY papers DESC, iri LIMIT ? OFFSET ?",
-            (type_name, low, low + _TOP, limit, offset),
+            f"WHERE type = ? AND papers > 0 AND eid IN ({named}) "
+            "ORDER BY papers DESC, iri LIMIT ? OFFSET ?",
+            (type_name, *args, limit, offset),
         ).fetchall()
     else:
         page = db.execute(
-            f"{matching} ORDER BY e.papers DESC, e.iri LIMIT ? OFFSET ?", (*args, limit, offset)
+            f"SELECT e.iri, e.type, e.label, e.papers FROM (SELECT DISTINCT eid FROM ({named})) n "
+            "CROSS JOIN entities e ON e.eid = n.eid WHERE e.type = ? AND e.papers > 0 "
+            "ORDER BY e.papers DESC, e.iri LIMIT ? OFFSET ?",
+            (*args, type_name, limit, offset),
         ).fetchall()
     return total, page
 
