@@ -82,10 +82,10 @@ def filtered_papers(
     groups: list[tuple[int, list[int]]] = []  # (papers at most, entity row ids)
     for entry in entities:
         iris = [entry] if isinstance(entry, str) else list(entry)
-        found = _entity_sizes(index, iris)
-        if not found:
+        sizes = _entity_sizes(index, iris)
+        if not sizes:
             return 0, []
-        groups.append((sum(found.values()), sorted(found)))
+        groups.append((sum(sizes.values()), sorted(sizes)))
     if not groups:
         return text_papers(index, match, limit, offset) if match else papers(index, limit, offset)
     db = index.reader()
@@ -345,7 +345,14 @@ def claims(index: Index, filters: dict[str, Any], limit: int, offset: int) -> tu
     if "min_value" in filters or "max_value" in filters:
         low = float(filters.get("min_value", float("-inf")))
         high = float(filters.get("max_value", float("inf")))
-        where.append("cid IN (SELECT cid FROM claim_values WHERE number BETWEEN ? AND ?)")
+        # Behind another filter, each of its claims is checked by its values;
+        # alone, the values in range are the list.
+        where.append(
+            "EXISTS (SELECT 1 FROM claim_values v WHERE v.cid = claims.cid "
+            "AND v.number BETWEEN ? AND ?)"
+            if where
+            else "cid IN (SELECT cid FROM claim_values WHERE number BETWEEN ? AND ?)"
+        )
         args.extend((low, high))
     clause = f"WHERE {' AND '.join(where)}" if where else ""
     db = index.reader()
