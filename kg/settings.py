@@ -102,6 +102,10 @@ class Settings:
     update_timeout: float = 10.0
     """Seconds a SPARQL update with a WHERE clause, or the parsing of a Graph Store
     body, may take (``KG_UPDATE_TIMEOUT``); past it nothing is written (503)."""
+    snapshot_interval: float = 0.2
+    """Seconds between the checkpoints that publish writes to the query workers
+    (``KG_SNAPSHOT_INTERVAL``): the writes in between share one, and a write is
+    answered once it is published (so a write waits up to about this long)."""
     max_query_depth: int = 128
     """Deepest nesting a query or update may have (``KG_MAX_QUERY_DEPTH``); deeper is a
     400, checked before the engine (which would overflow its stack)."""
@@ -199,6 +203,8 @@ class Settings:
             raise ValueError("slow_queries and query_queue must not be negative")
         if self.query_budget <= 0 or self.update_timeout <= 0:
             raise ValueError("query_budget and update_timeout must be positive")
+        if self.snapshot_interval < 0:
+            raise ValueError("snapshot_interval must not be negative")
         if self.max_query_depth < 8 or self.max_json_depth < 4:
             raise ValueError("max_query_depth must be at least 8 and max_json_depth at least 4")
 

@@ -32,7 +32,13 @@ from kg.store.embedded import GraphStore
 from kg.store.queries import MAX_STRING, default_registry
 from service import api_entities, api_queries, pages
 from service.api_entities import TEXT, Limit, Offset
-from service.deps import get_settings, get_store, read_body, require_update_token
+from service.deps import (
+    get_settings,
+    get_store,
+    read_body,
+    require_update_token,
+    writes_visible,
+)
 from service.errors import InvalidParameter, NotFound
 from service.rest_data import MAX_RECORDS, alternates, invalid, page_links, paper_href
 from service.rest_models import IngestResponse, PaperDetail, PaperPage
@@ -207,6 +213,7 @@ async def post_papers(
 
     async with request.app.state.write_lock:
         before, reports, failed = await asyncio.to_thread(_ingest, store, extractor, items, ids)
+    await writes_visible(request)
     extracted = {e.record.id: e for r in reports for e in r.extractions}
     counts = {
         key: sum(getattr(r, key) for r in reports)
@@ -305,6 +312,7 @@ async def delete_paper(
     async with request.app.state.write_lock:
         known = await asyncio.to_thread(resolve_paper_id, store, paper_id)
         deleted = await asyncio.to_thread(store.delete_paper, known)
+    await writes_visible(request)
     if not deleted:
         raise NotFound(f"no paper with id {paper_id!r}", slug="unknown-paper")
     return Response(status_code=204)

@@ -36,8 +36,9 @@ from service.cache import ResultCache
 from service.deps import get_store
 from service.errors import Unavailable, install_error_handlers, problem_response
 from service.openapi import openapi_builder
-from service.pool import PoolError, QueryPool, Snapshots, snapshot_root
+from service.pool import PoolError, QueryPool
 from service.settings import Settings
+from service.snapshots import PublishFailed, Snapshots, snapshot_root
 
 log = logging.getLogger("kg.service")
 
@@ -127,7 +128,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # With a writer in this process, workers read checkpoints (see service.pool).
         raw = store.native()
         snapshots = (
-            Snapshots(raw, snapshot_root(settings.store))
+            Snapshots(raw, snapshot_root(settings.store), interval=settings.snapshot_interval)
             if raw is not None and not store.read_only
             else None
         )
@@ -141,7 +142,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         )
         try:
             await pool.start()
-        except PoolError:
+        except (PoolError, PublishFailed):
+            await pool.close()
             store.close()
             raise
 

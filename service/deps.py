@@ -20,6 +20,7 @@ from starlette.requests import HTTPConnection
 from kg.store.embedded import GraphStore
 from service.errors import Forbidden, Problem, Unauthorized, Unavailable
 from service.settings import Settings
+from service.snapshots import PublishFailed
 
 
 def get_settings(request: HTTPConnection) -> Settings:
@@ -101,3 +102,20 @@ def store_written(request: HTTPConnection) -> None:
     notify = getattr(request.app.state, "store_written", None)
     if notify is not None:
         notify()
+
+
+async def writes_visible(request: HTTPConnection) -> None:
+    """Wait until SPARQL queries read every write made so far: a write is answered
+    only then, so its client reads it in its next query (read-your-writes).
+
+    The write itself is done: a 503 here says queries cannot see it yet."""
+    pool = getattr(request.app.state, "query_pool", None)
+    if pool is None:
+        return
+    try:
+        await pool.visible(get_settings(request).update_timeout)
+    except (TimeoutError, PublishFailed) as exc:
+        raise Unavailable(
+            f"the write is stored, but SPARQL queries cannot read it yet: {exc or 'timed out'}",
+            slug="write-not-visible",
+        ) from None

@@ -30,6 +30,7 @@ from service.deps import (
     get_store,
     read_body,
     store_written,
+    writes_visible,
 )
 from service.errors import (
     BadRequest,
@@ -93,6 +94,7 @@ async def store_endpoint(request: Request) -> Response:
         async with request.app.state.write_lock:
             status = await asyncio.to_thread(_delete, raw, target)
             store_written(request)
+        await writes_visible(request)
         return Response(status_code=status)
     body = await read_body(request)
     # Parsing is CPU work: off the event loop, so /health and other requests
@@ -103,6 +105,7 @@ async def store_endpoint(request: Request) -> Response:
     async with request.app.state.write_lock:
         status = await asyncio.to_thread(_write, raw, target, quads, request.method == "PUT")
         store_written(request)
+    await writes_visible(request)
     return Response(status_code=status)
 
 

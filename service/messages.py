@@ -94,3 +94,12 @@ class StartFailed:
     """A worker could not open the store."""
 
     message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reopen:
+    """Open ``path``, the store as of ``generation``, before the next query needs it;
+    the worker answers an empty :class:`Answer`."""
+
+    path: str
+    generation: int

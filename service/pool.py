@@ -13,17 +13,13 @@ hold more than ``slow_lane`` workers, and a fast query finds a free worker
 within about ``budget`` seconds however many slow ones arrive. At most
 ``queue`` requests wait for a worker; more are refused at once (:class:`PoolBusy`).
 
-Writes happen in the web process; each one bumps :attr:`QueryPool.generation`,
-and a worker reopens its read-only handle before the first query of a newer
-generation, so a query never reads data older than the last write.
-
-When the web process holds the store read-write, workers never open the live
-store: RocksDB gives no guarantee to a read-only handle while another process
-writes (pyoxigraph calls it undefined behaviour; in practice reads fail with
-"Corruption" or miss recent writes). Instead :class:`Snapshots` takes a RocksDB
-checkpoint (hard links, milliseconds) for each generation that a query needs,
-and workers open that immutable copy. Without a writer the workers open the
-store directory itself.
+Writes happen in the web process. When it holds the store read-write, workers
+read checkpoints that :class:`~service.snapshots.Snapshots` publishes in the
+background (at most one per interval for all the writes in between); a query
+reads the newest one, and a worker reopens before its first query on a newer
+one. After each publication idle workers are reopened one at a time, so a query
+rarely pays for the reopening. Without a writer the workers open the store
+directory itself.
 """
 
 from __future__ import annotations
@@ -40,11 +36,19 @@ import subprocess
 import sys
 import time
 from collections import Counter, OrderedDict
-from pathlib import Path
 from typing import Any
 
 from kg.store.sparql_text import tokens
-from service.messages import Answer, Failure, QueryRequest, Ready, StartFailed, UpdateTrial
+from service.messages import (
+    Answer,
+    Failure,
+    QueryRequest,
+    Ready,
+    Reopen,
+    StartFailed,
+    UpdateTrial,
+)
+from service.snapshots import Snapshots
 
 log = logging.getLogger("kg.service")
 
@@ -61,74 +65,6 @@ class PoolTimeout(Exception):
 
 class PoolBusy(Exception):
     """Admission control refused the query: the wait queue or the slow lane is full."""
-
-
-class Snapshots:
-    """Checkpoints of a store that another handle in this process writes.
-
-    ``path_for(generation)`` makes (once) and returns a directory holding the
-    store as of now; :meth:`prune` deletes those no worker has open."""
-
-    def __init__(self, store: Any, root: Path) -> None:
-        self.store = store  # a pyoxigraph Store opened read-write
-        self.root = root
-        self.paths: dict[int, Path] = {}
-        self._copies = 0
-        shutil.rmtree(root, ignore_errors=True)
-        root.mkdir(parents=True)
-        # Checkpoints left by a server that was killed (its pid is gone).
-        for other in root.parent.iterdir():
-            if other != root and other.name.isdigit() and not _alive(int(other.name)):
-                shutil.rmtree(other, ignore_errors=True)
-
-    def path_for(self, generation: int) -> Path:
-        """The checkpoint directory of ``generation``, made now if needed."""
-        if generation not in self.paths:
-            target = self.root / f"g{generation}"
-            shutil.rmtree(target, ignore_errors=True)
-            self.store.flush()
-            self.store.backup(str(target))
-            self.paths[generation] = target
-        return self.paths[generation]
-
-    def private_copy(self) -> Path:
-        """A new checkpoint of the store as of now, for one process to write to
-        (an update's trial run); the caller deletes it."""
-        self._copies += 1
-        target = self.root / f"trial-{self._copies}"
-        shutil.rmtree(target, ignore_errors=True)
-        self.store.flush()
-        self.store.backup(str(target))
-        return target
-
-    def prune(self, keep: set[int]) -> None:
-        """Delete every checkpoint whose generation is not in ``keep``."""
-        for generation in [g for g in self.paths if g not in keep]:
-            shutil.rmtree(self.paths.pop(generation), ignore_errors=True)
-
-    def close(self) -> None:
-        """Delete every checkpoint (and the directory beside the store, when empty)."""
-        self.paths.clear()
-        shutil.rmtree(self.root, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            self.root.parent.rmdir()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def snapshot_root(store_path: str) -> Path:
-    """Where the checkpoints of a store go: beside it, on the same file system
-    (so a checkpoint is hard links, not a copy), one directory per server process."""
-    path = Path(store_path).resolve()
-    return path.parent / f".{path.name}.snapshots" / str(os.getpid())
 
 
 class _WorkerProtocol(asyncio.SubprocessProtocol):
@@ -234,8 +170,7 @@ class QueryPool:
         self._slow = 0  # queries running past the budget
         self._starting: Counter[int] = Counter()  # generations of workers being started
         self._known_slow: OrderedDict[str, None] = OrderedDict()  # recent slow query shapes
-        self.generation = 0
-        self._snapshot_lock = asyncio.Lock()
+        self._refresh: asyncio.Task[None] | None = None
         self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
         self._all: set[_Worker] = set()
         self._pending: set[asyncio.Task[None]] = set()
@@ -246,9 +181,16 @@ class QueryPool:
         """Process ids of the live workers."""
         return sorted(w.pid for w in self._all)
 
+    @property
+    def generation(self) -> int:
+        """The store generation queries read now (the result cache's key)."""
+        return self.snapshots.published if self.snapshots is not None else 0
+
     async def start(self) -> None:
         """Start the fast-lane workers; raise :class:`PoolError` when the store cannot be
         opened. The slow-lane workers start in the background (start-up stays quick)."""
+        if self.snapshots is not None:
+            await self.snapshots.start(on_publish=self._published)
         fast = self.size - self.slow_lane
         workers = await asyncio.gather(*(self._spawn() for _ in range(fast)))
         for worker in workers:
@@ -264,20 +206,55 @@ class QueryPool:
         except (PoolError, OSError) as exc:
             log.error("cannot start a slow-lane query worker: %s", exc)
 
-    async def _current_path(self) -> tuple[int, str]:
-        """The generation queries should see now and the directory that holds it."""
-        generation = self.generation
+    def _current_path(self) -> tuple[int, str]:
+        """The generation queries read now and the directory that holds it."""
         if self.snapshots is None:
-            return generation, self.store_path
-        async with self._snapshot_lock:
-            if generation not in self.snapshots.paths:
-                await asyncio.to_thread(self.snapshots.path_for, generation)
-                busy = {w.generation for w in self._all} | set(self._starting)
-                self.snapshots.prune(busy | {generation})
-            return generation, str(self.snapshots.paths[generation])
+            return 0, self.store_path
+        return self.snapshots.current()
+
+    def _published(self) -> None:
+        """A newer checkpoint is published: reopen the idle workers on it, in the background."""
+        if self._closed:
+            return
+        if self._refresh is None or self._refresh.done():
+            self._refresh = asyncio.get_running_loop().create_task(self._reopen_idle())
+            self._pending.add(self._refresh)
+            self._refresh.add_done_callback(self._pending.discard)
+
+    async def _reopen_idle(self) -> None:
+        """Reopen idle workers on the newest checkpoint one at a time (the others
+        keep serving), then delete the checkpoints no worker has open."""
+        assert self.snapshots is not None
+        for _ in range(self._idle.qsize()):
+            if self._closed or self._idle.empty():
+                break
+            worker = self._idle.get_nowait()
+            generation, path = self.snapshots.current()
+            if worker.generation == generation or worker.protocol.closed:
+                self._idle.put_nowait(worker)  # a dead one is replaced by _acquire
+                continue
+            worker.generation = generation
+            payload = pickle.dumps(Reopen(path, generation), protocol=pickle.HIGHEST_PROTOCOL)
+            try:
+                async with asyncio.timeout(60):
+                    await worker.call(payload)
+            except (TimeoutError, PoolError, ConnectionError):
+                self._replace(worker, "could not reopen the store")
+                continue
+            self._idle.put_nowait(worker)
+        self._prune()
+
+    def _prune(self) -> None:
+        if self.snapshots is not None:
+            self.snapshots.prune({w.generation for w in self._all} | set(self._starting))
+
+    async def visible(self, timeout: float) -> None:
+        """Wait until queries read every write made so far (see :mod:`service.snapshots`)."""
+        if self.snapshots is not None:
+            await self.snapshots.visible(timeout)
 
     async def _spawn(self) -> _Worker:
-        generation, path = await self._current_path()
+        generation, path = self._current_path()
         # Until the new worker is in self._all, nothing else marks its checkpoint
         # as in use: without this, a newer generation's prune deleted it before
         # the worker opened it, and the worker was lost.
@@ -317,8 +294,9 @@ class QueryPool:
         return worker
 
     def invalidate(self) -> None:
-        """The store was written: workers reopen before their next query."""
-        self.generation += 1
+        """The store was written (callable from any thread): publish it to the workers."""
+        if self.snapshots is not None:
+            self.snapshots.note_write()
 
     async def run(self, request: QueryRequest | UpdateTrial, timeout: float) -> Answer | Failure:
         """Evaluate one request within ``timeout`` seconds (waiting for a worker included)."""
@@ -341,10 +319,7 @@ class QueryPool:
         finally:
             self._waiting -= 1
         try:
-            if self.snapshots is None:
-                generation, path = self.generation, self.store_path
-            else:
-                generation, path = await self._current_path()
+            generation, path = self._current_path()
         except BaseException:
             self._idle.put_nowait(worker)
             raise
@@ -406,8 +381,7 @@ class QueryPool:
         ``timeout``; the live store is untouched whatever happens. Needs a writer
         (:class:`Snapshots`). Raises like :meth:`run`."""
         assert self.snapshots is not None
-        async with self._snapshot_lock:
-            copy = await asyncio.to_thread(self.snapshots.private_copy)
+        copy = await self.snapshots.private_copy()
         try:
             return await self.run(UpdateTrial(text, base_iri, str(copy)), timeout)
         finally:
@@ -467,7 +441,7 @@ class QueryPool:
                 await worker.kill()
         self._all.clear()
         if self.snapshots is not None:
-            self.snapshots.close()
+            await self.snapshots.close()
 
 
 def fingerprint(text: str) -> str:

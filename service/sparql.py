@@ -42,6 +42,7 @@ from service.deps import (
     get_store,
     read_body,
     store_written,
+    writes_visible,
 )
 from service.errors import (
     BadRequest,
@@ -58,6 +59,7 @@ from service.errors import (
 from service.messages import Answer, Failure, QueryRequest
 from service.pool import PoolBusy, PoolError, PoolTimeout, QueryPool
 from service.safety import apply_update_dataset, check_depth, check_remote_access
+from service.snapshots import PublishFailed
 from service.worker import render
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -212,6 +214,8 @@ async def query_endpoint(request: Request) -> Response:
             f"{exc}: try again shortly",
             setting="KG_SLOW_QUERIES, KG_QUERY_QUEUE",
         ) from None
+    except PublishFailed as exc:
+        raise Unavailable(str(exc), slug="write-not-visible") from None
     except PoolError as exc:
         # A worker that dies mid-query (e.g. out of memory) was most likely killed
         # by the query itself: report it as this query's failure, not a server fault.
@@ -418,6 +422,7 @@ async def update_endpoint(request: Request) -> Response:
             ) from None
         finally:
             store_written(request)
+    await writes_visible(request)
     return Response(status_code=204)
 
 

@@ -39,7 +39,15 @@ from pyoxigraph import (
 )
 
 from kg.store.embedded import EmbeddedStore
-from service.messages import Answer, Failure, QueryRequest, Ready, StartFailed, UpdateTrial
+from service.messages import (
+    Answer,
+    Failure,
+    QueryRequest,
+    Ready,
+    Reopen,
+    StartFailed,
+    UpdateTrial,
+)
 
 _HEADER = struct.Struct(">I")
 
@@ -216,6 +224,10 @@ def main() -> None:
         try:
             if isinstance(req, UpdateTrial):
                 reply: Answer | Failure = trial_update(req)
+            elif isinstance(req, Reopen):
+                if (req.path, req.generation) != (evaluator.path, evaluator.generation):
+                    evaluator.reopen(req.path, req.generation)
+                reply = Answer("", b"")
             else:
                 reply = evaluator.run(req)
         except SyntaxError as exc:

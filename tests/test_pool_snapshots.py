@@ -1,0 +1,115 @@
+"""The query pool over a store that the web process writes: checkpoints are
+coalesced and published in the background, so queries never wait for one, and a
+write counts as done only once queries can read it (read-your-writes).
+
+Real parts: a pyoxigraph store on disk, real worker processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+from pyoxigraph import Store
+
+from service.messages import Answer, QueryRequest
+from service.pool import QueryPool
+from service.snapshots import Snapshots
+
+COUNT = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH <urn:g> { ?s ?p ?o } }"
+
+
+def _request(query: str) -> QueryRequest:
+    return QueryRequest(
+        query=query,
+        base_iri=None,
+        default_graph=None,
+        named_graphs=None,
+        limit=1000,
+        select_format="application/sparql-results+json",
+        ask_format="application/sparql-results+json",
+        graph_format=None,
+    )
+
+
+async def _count(pool: QueryPool) -> int:
+    answer = await pool.run(_request(COUNT), timeout=30)
+    assert isinstance(answer, Answer), answer
+    return int(json.loads(answer.body)["results"]["bindings"][0]["n"]["value"])
+
+
+def _write(store: Store, pool: QueryPool, i: int) -> None:
+    store.update(f"INSERT DATA {{ GRAPH <urn:g> {{ <urn:s{i}> <urn:p> {i} }} }}")
+    pool.invalidate()
+
+
+def _pool(tmp_path: Path, interval: float) -> tuple[Store, QueryPool]:
+    store = Store(str(tmp_path / "store"))
+    snapshots = Snapshots(store, tmp_path / "snapshots" / "1", interval=interval)
+    return store, QueryPool(str(tmp_path / "store"), 1, snapshots, slow_lane=0)
+
+
+def test_writes_share_checkpoints_and_become_visible_together(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store, pool = _pool(tmp_path, interval=0.3)
+        await pool.start()
+        try:
+            assert pool.snapshots is not None
+            before = pool.snapshots.taken
+            for i in range(20):
+                _write(store, pool, i)
+            await pool.visible(timeout=30)
+            # One checkpoint per write before: here the 20 share one or two.
+            assert pool.snapshots.taken - before <= 2
+            assert await _count(pool) == 20
+        finally:
+            await pool.close()
+            del store
+
+    asyncio.run(scenario())
+
+
+def test_a_query_after_a_write_does_not_wait_for_the_checkpoint(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store, pool = _pool(tmp_path, interval=5.0)
+        await pool.start()
+        try:
+            assert pool.snapshots is not None
+            _write(store, pool, 1)
+            await pool.visible(timeout=30)  # published after the interval
+            assert await _count(pool) == 1
+            _write(store, pool, 2)  # published 5 s after the last checkpoint
+            started = time.monotonic()
+            # The query reads the last published checkpoint: the write is not
+            # acknowledged yet, so the older answer is right.
+            assert await _count(pool) == 1
+            assert time.monotonic() - started < 2.5
+            await pool.visible(timeout=30)
+            assert await _count(pool) == 2
+        finally:
+            await pool.close()
+            del store
+
+    asyncio.run(scenario())
+
+
+def test_idle_workers_are_reopened_in_the_background(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store, pool = _pool(tmp_path, interval=0.1)
+        await pool.start()
+        try:
+            assert pool.snapshots is not None
+            _write(store, pool, 1)
+            await pool.visible(timeout=30)
+            deadline = time.monotonic() + 20
+            while {w.generation for w in pool._all} != {pool.generation}:
+                assert time.monotonic() < deadline, "idle workers were not reopened"
+                await asyncio.sleep(0.05)
+            # Checkpoints no worker reads any more are deleted.
+            assert set(pool.snapshots.paths) == {pool.generation}
+        finally:
+            await pool.close()
+            del store
+
+    asyncio.run(scenario())
