@@ -122,6 +122,7 @@ class _Worker:
         self.protocol = protocol
         self.pid = transport.get_pid()
         self.generation = generation  # the store generation this worker has open
+        self.lowered = False  # its CPU priority was lowered for a slow query
 
     def call(self, payload: bytes) -> asyncio.Future[Any]:
         """Send one request; the future resolves to the worker's reply."""
@@ -341,7 +342,13 @@ class QueryPool:
             # out of step, so it is replaced rather than reused.
             self._replace(worker, "cancelled")
             raise
-        self._idle.put_nowait(worker)
+        if worker.lowered and not _set_nice(worker.pid, os.getpriority(os.PRIO_PROCESS, 0)):
+            # Back in the fast lane it needs its priority again; only a privileged
+            # process may raise it, so otherwise a fresh worker takes its place.
+            self._replace(worker, "its CPU priority was lowered")
+        else:
+            worker.lowered = False
+            self._idle.put_nowait(worker)
         if not isinstance(reply, Answer | Failure):
             raise PoolError(f"a query worker answered {reply!r}")
         return reply
@@ -370,6 +377,10 @@ class QueryPool:
                 "queries were running, the most this service runs at once"
             )
         self._slow += 1
+        # The slow lane runs at the lowest CPU priority: on a busy machine a
+        # slow query then takes only the CPU time nothing else wants, instead of
+        # a core that fast queries and the web process are waiting for.
+        worker.lowered = _set_nice(worker.pid, 19)
         try:
             async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
                 return await call
@@ -442,6 +453,15 @@ class QueryPool:
         self._all.clear()
         if self.snapshots is not None:
             await self.snapshots.close()
+
+
+def _set_nice(pid: int, nice: int) -> bool:
+    """Set a process's nice value; False when not allowed (raising a priority needs privileges)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, nice)
+    except OSError:
+        return False
+    return True
 
 
 def fingerprint(text: str) -> str:

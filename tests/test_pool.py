@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from pathlib import Path
 
-from pyoxigraph import Store
+import pytest
+from pyoxigraph import Literal, NamedNode, Quad, Store
 
 from service.messages import Answer, QueryRequest
-from service.pool import QueryPool
+from service.pool import PoolTimeout, QueryPool
 from service.snapshots import Snapshots
 
 COUNT = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH <urn:g> { ?s ?p ?o } }"
@@ -108,6 +110,37 @@ def test_idle_workers_are_reopened_in_the_background(tmp_path: Path) -> None:
                 await asyncio.sleep(0.05)
             # Checkpoints no worker reads any more are deleted.
             assert set(pool.snapshots.paths) == {pool.generation}
+        finally:
+            await pool.close()
+            del store
+
+    asyncio.run(scenario())
+
+
+def test_a_query_in_the_slow_lane_runs_at_the_lowest_cpu_priority(tmp_path: Path) -> None:
+    slow = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH <urn:g> { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i } }"
+
+    async def scenario() -> None:
+        store = Store(str(tmp_path / "store"))
+        store.extend(
+            Quad(NamedNode(f"urn:s{i}"), NamedNode("urn:p"), Literal(i), NamedNode("urn:g"))
+            for i in range(500)
+        )
+        snapshots = Snapshots(store, tmp_path / "snapshots" / "1")
+        pool = QueryPool(str(tmp_path / "store"), 1, snapshots, slow_lane=1, budget=0.2)
+        await pool.start()
+        try:
+            while len(pool.pids) < 2:  # the slow-lane worker starts in the background
+                await asyncio.sleep(0.05)
+            own = os.getpriority(os.PRIO_PROCESS, 0)
+            running = asyncio.create_task(pool.run(_request(slow), timeout=3))
+            await asyncio.sleep(1.0)
+            nice = {pid: os.getpriority(os.PRIO_PROCESS, pid) for pid in pool.pids}
+            assert sorted(nice.values()) == [own, 19], nice
+            # The fast lane still answers at once.
+            assert await _count(pool) == 500
+            with pytest.raises(PoolTimeout):
+                await running
         finally:
             await pool.close()
             del store
