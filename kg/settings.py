@@ -20,6 +20,7 @@ from dataclasses import Field as DataclassField
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from kg.reading.jsonlimits import DEFAULT_MAX_DEPTH as DEFAULT_MAX_JSON_DEPTH
 from kg.store.common import DEFAULT_STORE
 
 
@@ -109,7 +110,7 @@ class Settings:
     max_query_depth: int = 128
     """Deepest nesting a query or update may have (``KG_MAX_QUERY_DEPTH``); deeper is a
     400, checked before the engine (which would overflow its stack)."""
-    max_json_depth: int = 32
+    max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
     """Deepest nesting of a JSON request body (``KG_MAX_JSON_DEPTH``); deeper is a 400."""
     cors_origins: tuple[str, ...] = _flag(
         ("*",), "--cors-origin", "Origin allowed by CORS (repeatable; default any)."

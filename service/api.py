@@ -201,7 +201,9 @@ async def post_papers(
     from kg.reading.readers import record_from_object  # the JSON-record rules `kg ingest` uses
 
     # The body is read here, after the token dependency, and bounded while it streams.
-    body = parse_json(await read_body(request), get_settings(request).max_json_depth)
+    # Parsed in a thread: megabytes of JSON would hold the event loop for seconds.
+    raw = await read_body(request)
+    body = await asyncio.to_thread(parse_json, raw, get_settings(request).max_json_depth)
     records = body if isinstance(body, list) else [body]
     if not records:
         raise invalid("body", "the request holds no records")

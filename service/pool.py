@@ -466,7 +466,10 @@ def _set_nice(pid: int, nice: int) -> bool:
 
 def fingerprint(text: str) -> str:
     """A query's shape: its tokens without comments and spacing, so the same query
-    sent with a different comment (a cache-buster) is recognised."""
+    sent with a different comment (a cache-buster) is recognised. A text over 64 KiB
+    is its own shape: tokenizing it would hold the event loop (seconds for megabytes)."""
+    if len(text) > 64 * 1024:
+        return text
     if "#" not in text:
         return " ".join(text.split())
     return " ".join(tok.text for tok in tokens(text))

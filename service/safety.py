@@ -13,24 +13,40 @@ does, so ``SERV\\u0049CE`` is caught too.
 :func:`apply_update_dataset` adds the protocol's ``using-graph-uri`` /
 ``using-named-graph-uri`` to an update as ``USING`` clauses (pyoxigraph's
 ``Store.update`` has no dataset argument).
+
+:func:`vet_query` and :func:`vet_update` run these checks where they cannot hold
+up other requests: on the event loop for a short text, in a thread for a long
+one. The tokenizer is pure Python, and a body of megabytes of short tokens took
+seconds (37 s for 10 MB of numbers), during which not even ``/health`` answered.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
+from kg.reading.jsonlimits import JsonTooDeep, JsonTooLarge, check_json
 from kg.store import sparql_text
 from kg.store.sparql_text import Token, tokens, unescape
-from service.errors import BadRequest, ForbiddenQuery, InputTooDeep, InvalidParameter, QueryTooDeep
+from service.errors import (
+    BadRequest,
+    ForbiddenQuery,
+    InputTooDeep,
+    InvalidParameter,
+    Problem,
+    QueryTooDeep,
+)
 
 __all__ = [
     "Token",
     "apply_update_dataset",
     "check_depth",
     "check_remote_access",
+    "vet_query",
+    "vet_update",
     "parse_json",
     "tokens",
     "unescape",
@@ -107,6 +123,46 @@ def check_remote_access(text: str, allowlist: Sequence[str]) -> None:
             )
 
 
+INLINE_LIMIT = 64 * 1024
+"""Texts and bodies up to this many characters are checked or parsed on the event
+loop (a thread hop costs more than that); larger ones in a thread."""
+
+
+async def vet_query(text: str, max_depth: int, allowlist: Sequence[str]) -> None:
+    """:func:`check_depth` and :func:`check_remote_access`, off the event loop when long."""
+
+    def run() -> None:
+        check_depth(text, max_depth)
+        check_remote_access(text, allowlist)
+
+    if len(text) <= INLINE_LIMIT:
+        run()
+    else:
+        await asyncio.to_thread(run)
+
+
+async def vet_update(
+    text: str,
+    max_depth: int,
+    allowlist: Sequence[str],
+    using_graphs: Sequence[str],
+    using_named_graphs: Sequence[str],
+) -> tuple[str, bool]:
+    """The checks of :func:`vet_query`, then the update with the protocol's dataset
+    applied (:func:`apply_update_dataset`) and whether it has a ``WHERE`` clause;
+    off the event loop when long."""
+
+    def run() -> tuple[str, bool]:
+        check_depth(text, max_depth)
+        check_remote_access(text, allowlist)
+        full = apply_update_dataset(text, using_graphs, using_named_graphs)
+        return full, sparql_text.has_where(full)
+
+    if len(text) <= INLINE_LIMIT:
+        return run()
+    return await asyncio.to_thread(run)
+
+
 def apply_update_dataset(
     text: str, using_graphs: Sequence[str], using_named_graphs: Sequence[str]
 ) -> str:
@@ -147,35 +203,31 @@ def apply_update_dataset(
 _IRI = re.compile(r"<[^<>\"{}|^`\\\x00-\x20]*>")
 
 
-_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-
-
-def json_depth_exceeds(body: bytes, limit: int) -> bool:
-    """Whether JSON ``body`` nests arrays/objects deeper than ``limit`` (strings skipped).
-
-    Checked before :func:`json.loads`, whose recursion would otherwise decide."""
-    if body.count(b"[") + body.count(b"{") <= limit:
-        return False
-    depth = 0
-    for match in _JSON_TOKEN.finditer(body):
-        char = match.group()
-        if char in (b"[", b"{"):
-            depth += 1
-            if depth > limit:
-                return True
-        elif char in (b"]", b"}"):
-            depth -= 1
-    return False
+JSON_VALUES_LIMIT = 100_000
+"""Most values (separators plus containers) a JSON request body may hold: a
+thousand per record of the most a ``POST /papers`` may carry, far more than a
+record needs. Parsing is one call that holds the interpreter lock: millions of
+tiny values held every other request (``/health`` included) for seconds."""
 
 
 def parse_json(body: bytes, max_depth: int) -> Any:
-    """A JSON request body: 400 past ``max_depth`` levels, 422 when it is not JSON."""
-    if json_depth_exceeds(body, max_depth):
+    """A JSON request body: 400 past ``max_depth`` levels, 413 past
+    :data:`JSON_VALUES_LIMIT` values, 422 when it is not JSON."""
+    try:
+        check_json(body, max_depth, JSON_VALUES_LIMIT)
+    except JsonTooDeep:
         raise InputTooDeep(
             f"the JSON body nests deeper than {max_depth} levels",
             limit=max_depth,
             setting="KG_MAX_JSON_DEPTH",
-        )
+        ) from None
+    except JsonTooLarge:
+        raise Problem(
+            f"the JSON body holds more than {JSON_VALUES_LIMIT} values",
+            status=413,
+            slug="request-too-large",
+            limit=JSON_VALUES_LIMIT,
+        ) from None
     try:
         return json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

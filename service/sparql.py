@@ -32,7 +32,6 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 
 from kg.store.queries import default_registry
-from kg.store.sparql_text import has_where
 from kg.vocab import PREFIXES
 from service import negotiation as neg
 from service.cache import ResultCache
@@ -58,7 +57,7 @@ from service.errors import (
 )
 from service.messages import Answer, Failure, QueryRequest
 from service.pool import PoolBusy, PoolError, PoolTimeout, QueryPool
-from service.safety import apply_update_dataset, check_depth, check_remote_access
+from service.safety import INLINE_LIMIT, vet_query, vet_update
 from service.snapshots import PublishFailed
 from service.worker import render
 
@@ -119,7 +118,9 @@ async def _operation(
         body = await read_body(request)
         if media == FORM:
             _decode(b"", ctype_params.get("charset"))
-            params += _form(body)
+            params += (
+                _form(body) if len(body) <= INLINE_LIMIT else await asyncio.to_thread(_form, body)
+            )
         elif media == direct_type:
             text = _decode(body, ctype_params.get("charset"))
             if any(k == name for k, _ in params):
@@ -169,8 +170,7 @@ async def query_endpoint(request: Request) -> Response:
                 return _service_description(request, ranges)
         raise BadRequest("the request has no 'query' parameter", parameter="query")
     settings = get_settings(request)
-    check_depth(text, settings.max_query_depth)
-    check_remote_access(text, settings.service_allowlist)
+    await vet_query(text, settings.max_query_depth, settings.service_allowlist)
     formats = _formats(params, accept)
     default_graph = _iris(params, "default-graph-uri")
     named_graphs = _iris(params, "named-graph-uri")
@@ -398,14 +398,16 @@ async def update_endpoint(request: Request) -> Response:
     if text is None:
         raise BadRequest("the request has no 'update' parameter", parameter="update")
     settings = get_settings(request)
-    check_depth(text, settings.max_query_depth)
-    check_remote_access(text, settings.service_allowlist)
-    text = apply_update_dataset(
-        text, _iris(params, "using-graph-uri") or [], _iris(params, "using-named-graph-uri") or []
+    text, where = await vet_update(
+        text,
+        settings.max_query_depth,
+        settings.service_allowlist,
+        _iris(params, "using-graph-uri") or [],
+        _iris(params, "using-named-graph-uri") or [],
     )
     base = str(request.url.replace(query="", fragment=""))
     pool: QueryPool | None = request.app.state.query_pool
-    if pool is not None and pool.snapshots is not None and has_where(text):
+    if pool is not None and pool.snapshots is not None and where:
         # pyoxigraph cannot stop a running update: try it on a copy first, in a
         # worker that can be killed, so one that would outlive the timeout never
         # starts on the live store (which stays as it was).

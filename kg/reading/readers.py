@@ -20,13 +20,20 @@ from pathlib import Path
 from typing import Any
 
 from kg.model import Record, Rejected
+from kg.reading.jsonlimits import JsonTooDeep, check_json, configured_max_depth, first_value_within
 
 MAX_ABSTRACT_CHARS = 20_000
 """Longer "abstracts" are rejected: real ones are under 3,000 characters."""
 
 MIN_ABSTRACT_CHARS = 20
 
-TOO_DEEP = "not JSON this reader accepts: arrays or objects nested too deeply"
+
+def _too_deep(limit: int) -> str:
+    return (
+        f"not JSON this reader accepts: arrays or objects nested deeper than {limit} "
+        "levels (KG_MAX_JSON_DEPTH)"
+    )
+
 
 # A lone UTF-16 surrogate (JSON "\udfff") is not text: it cannot be encoded as
 # UTF-8, so it would fail later in IRIs, the store or the extractor.
@@ -184,6 +191,7 @@ def _read_text_list(path: Path, source: str) -> Iterator[Item]:
 
 
 def _read_jsonl(path: Path, source: str) -> Iterator[Item]:
+    max_depth = configured_max_depth()
     seen_any = False
     for number, line in _lines(path, source):
         if isinstance(line, Rejected):
@@ -193,12 +201,13 @@ def _read_jsonl(path: Path, source: str) -> Iterator[Item]:
             continue
         seen_any = True
         try:
+            check_json(line, max_depth)
             obj = json.loads(line)
+        except JsonTooDeep:
+            yield Rejected(source, number, _too_deep(max_depth))
+            continue
         except json.JSONDecodeError as exc:
             yield Rejected(source, number, f"not JSON: {exc.msg} at column {exc.colno}")
-            continue
-        except RecursionError:
-            yield Rejected(source, number, TOO_DEEP)
             continue
         yield record_from_object(obj, source, number)
     if not seen_any:
@@ -207,25 +216,27 @@ def _read_jsonl(path: Path, source: str) -> Iterator[Item]:
 
 def _read_json(path: Path, source: str) -> Iterator[Item]:
     """A JSON array (streamed element by element) or a single JSON object."""
+    max_depth = configured_max_depth()
     try:
         with path.open("r", encoding="utf-8-sig") as fh:
             head = fh.read(1)
             while head and head.isspace():
                 head = fh.read(1)
             if head == "[":
-                yield from _stream_array(fh, source)
+                yield from _stream_array(fh, source, max_depth)
                 return
             rest = head + fh.read()
     except UnicodeDecodeError as exc:
         yield Rejected(source, 0, f"not UTF-8 text (byte {exc.start})")
         return
     try:
+        check_json(rest, max_depth)
         obj = json.loads(rest)
+    except JsonTooDeep:
+        yield Rejected(source, 0, _too_deep(max_depth))
+        return
     except json.JSONDecodeError as exc:
         yield Rejected(source, 0, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
-        return
-    except RecursionError:
-        yield Rejected(source, 0, TOO_DEEP)
         return
     # OpenReview API exports wrap the notes: {"notes": [...]}.
     if isinstance(obj, dict) and isinstance(obj.get("notes"), list):
@@ -235,7 +246,7 @@ def _read_json(path: Path, source: str) -> Iterator[Item]:
         yield record_from_object(obj, source, 1)
 
 
-def _stream_array(fh: io.TextIOBase, source: str) -> Iterator[Item]:
+def _stream_array(fh: io.TextIOBase, source: str, max_depth: int) -> Iterator[Item]:
     decoder = json.JSONDecoder()
     buffer = ""
     number = 0
@@ -246,10 +257,16 @@ def _stream_array(fh: io.TextIOBase, source: str) -> Iterator[Item]:
             return
         if buffer:
             try:
-                obj, end = decoder.raw_decode(buffer)
-            except RecursionError:
-                yield Rejected(source, number + 1, TOO_DEEP)
+                # The next element's depth is measured before the parser sees it;
+                # where it ends is unknown then, so the rest of the file goes too.
+                complete = first_value_within(buffer, max_depth)
+            except JsonTooDeep:
+                yield Rejected(source, number + 1, _too_deep(max_depth) + "; the rest of the file")
                 return
+            try:
+                if not complete and not eof:
+                    raise json.JSONDecodeError("incomplete", buffer, len(buffer))
+                obj, end = decoder.raw_decode(buffer)
             except json.JSONDecodeError as exc:
                 if eof:
                     yield Rejected(source, number + 1, f"not JSON: {exc.msg}")

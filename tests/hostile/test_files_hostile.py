@@ -38,6 +38,10 @@ def _good(path: Path, paper_id: str) -> Path:
         ("deep-object.json", '{"a":' * 100_000 + "1" + "}" * 100_000),
         ("deep-in-array.json", '[{"abstract": "x"}, ' + "[" * 100_000 + "]" * 100_000 + "]"),
         ("deep-line.jsonl", "[" * 100_000 + "]" * 100_000 + "\n"),
+        # Under Python's recursion limit: parsed and stored before, as were the
+        # records after it in the file.
+        ("deep-field.json", '{"abstract": "x", "keywords": ' + "[" * 900 + "]" * 900 + "}"),
+        ("shallow-but-past-the-limit.jsonl", '{"abstract": "x", "k": ' + "[" * 40 + "]" * 40 + "}"),
     ],
 )
 def test_deep_json_file_is_one_rejection_and_the_good_files_are_stored(
@@ -51,7 +55,8 @@ def test_deep_json_file_is_one_rejection_and_the_good_files_are_stored(
     report = ingest([first, bad, last], store, extractor=extractor)
     assert report.added == 2
     reasons = [r.reason for r in report.rejected if r.source == str(bad)]
-    assert any("nested too deeply" in r for r in reasons), reasons
+    deep = [r for r in reasons if "deeper than 32 levels (KG_MAX_JSON_DEPTH)" in r]
+    assert len(deep) == 1, reasons
     # Papers are stored under the hash of their abstract (the source's id is kept beside it).
     expected = {derived_id(ABSTRACT + " good-before"), derived_id(ABSTRACT + " good-after")}
     assert set(store.paper_ids()) == expected
@@ -126,3 +131,23 @@ def test_disk_full_is_one_line_and_the_rerun_completes(tmp_path: Path) -> None:
     ]
     assert sorted(exports[0].splitlines()) == sorted(exports[1].splitlines())
     shutil.rmtree(fresh)
+
+
+def test_deep_records_are_rejected_one_line_each_and_the_others_stored(
+    tmp_path: Path, extractor: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The limit is the service's KG_MAX_JSON_DEPTH: what POST /papers refuses.
+    monkeypatch.setenv("KG_MAX_JSON_DEPTH", "4")
+    nested = {"id": "deep", "abstract": ABSTRACT + " deep", "keywords": [[[["x"]]]]}
+    lines = [
+        json.dumps({"id": "one", "abstract": ABSTRACT + " one"}),
+        json.dumps(nested),
+        json.dumps({"id": "two", "abstract": ABSTRACT + " two", "keywords": [["x"]]}),
+    ]
+    path = tmp_path / "records.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    store = open_store(tmp_path / "store")
+    report = ingest([path], store, extractor=extractor)
+    assert report.added == 2
+    assert [(r.record, "deeper than 4 levels" in r.reason) for r in report.rejected] == [(2, True)]
+    store.close()
