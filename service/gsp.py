@@ -190,15 +190,31 @@ def _write(
     raw: Any, target: NamedNode | DefaultGraph | None, quads: list[Quad], replace: bool
 ) -> int:
     if target is None:
-        raw.extend(quads)
+        raw.extend(quads)  # one transaction
         return 204
     existed = _exists(raw, target)
-    if replace and existed:
-        raw.clear_graph(target)
-    if isinstance(target, NamedNode) and not existed:
-        raw.add_graph(target)
-    raw.extend(quads)
+    raw.update(_write_update(target, quads, replace))
     return 204 if existed else 201
+
+
+def _write_update(target: NamedNode | DefaultGraph, quads: list[Quad], replace: bool) -> str:
+    """One SPARQL update that clears (for PUT), creates and fills the graph.
+
+    pyoxigraph runs an update in one transaction, so a reader never sees the graph
+    emptied but not yet refilled, and a failure leaves it as it was (``clear_graph``
+    then ``extend`` were two). Every part is written by pyoxigraph from parsed terms
+    (the graph's IRI was checked by :class:`NamedNode`, the triples are N-Triples
+    from :func:`serialize`), not from the request's text."""
+    out = io.BytesIO()
+    serialize((q.triple for q in quads), out, RdfFormat.N_TRIPLES)
+    triples = out.getvalue().decode("utf-8")
+    graph = "DEFAULT" if isinstance(target, DefaultGraph) else f"GRAPH {target}"
+    operations = [f"CLEAR SILENT {graph}"] if replace else []
+    if isinstance(target, NamedNode):
+        operations.append(f"CREATE SILENT GRAPH {target}")
+        triples = f"GRAPH {target} {{\n{triples}}}"
+    operations.append(f"INSERT DATA {{\n{triples}}}")
+    return " ;\n".join(operations)
 
 
 def _delete(raw: Any, target: NamedNode | DefaultGraph) -> int:
