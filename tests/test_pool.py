@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -141,6 +142,30 @@ def test_a_query_in_the_slow_lane_runs_at_the_lowest_cpu_priority(tmp_path: Path
             assert await _count(pool) == 500
             with pytest.raises(PoolTimeout):
                 await running
+        finally:
+            await pool.close()
+            del store
+
+    asyncio.run(scenario())
+
+
+def test_a_query_waiting_for_a_cpu_is_not_taken_for_a_slow_one(tmp_path: Path) -> None:
+    """On a busy machine a fast query can wait for a CPU longer than the budget.
+    Judged by the clock it was stopped as slow (slow lane full) and its shape then
+    refused; the budget is CPU time, so it answers."""
+
+    async def scenario() -> None:
+        store = Store(str(tmp_path / "store"))
+        snapshots = Snapshots(store, tmp_path / "snapshots" / "1")
+        pool = QueryPool(str(tmp_path / "store"), 1, snapshots, slow_lane=0, budget=0.2)
+        await pool.start()
+        try:
+            (pid,) = pool.pids
+            os.kill(pid, signal.SIGSTOP)  # no CPU for a second, as on a loaded machine
+            asyncio.get_running_loop().call_later(1.0, os.kill, pid, signal.SIGCONT)
+            assert await _count(pool) == 0
+            assert pool.pids == [pid]  # not killed as slow
+            assert await _count(pool) == 0  # nor its shape refused
         finally:
             await pool.close()
             del store
