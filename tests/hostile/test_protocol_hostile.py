@@ -152,4 +152,10 @@ def test_full_queue_is_an_immediate_503_with_retry_after(crowded: str) -> None:
     assert response.headers["retry-after"].isdigit()
     for thread in threads:
         thread.join()
+    # Both slow queries were stopped and their workers replaced; once they are
+    # back (a second or more on a busy machine), queries are served again.
+    deadline = time.monotonic() + 30
+    while httpx.get(crowded + "/ready").json().get("query_workers") != 2:
+        assert time.monotonic() < deadline, "the query workers were not replaced"
+        time.sleep(0.1)
     assert httpx.get(crowded + "/sparql", params={"query": "ASK { ?s ?p ?o }"}).status_code == 200
