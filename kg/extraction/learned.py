@@ -84,6 +84,10 @@ class _Context:
     drop_trail: list[bool] = field(default_factory=list)
     idx: list[int] = field(default_factory=list)
     keys: dict[str, str] = field(default_factory=dict)
+    word_feature: list[str] = field(default_factory=list)
+    by_head: dict[int, list[str]] = field(default_factory=dict)
+    by_start: dict[int, list[str]] = field(default_factory=dict)
+    by_end: dict[int, list[str]] = field(default_factory=dict)
 
 
 def context(doc: Doc) -> _Context:
@@ -120,6 +124,7 @@ def context(doc: Doc) -> _Context:
         text, low, tag, lemma, pos = tok.text, tok.lower_, tok.tag_, tok.lemma_, tok.pos_
         ctx.words.append(text)
         ctx.lower.append(low)
+        ctx.word_feature.append("w=" + low)
         ctx.lemma.append(lemma.lower())
         ctx.pos.append(pos)
         ctx.dep.append(tok.dep_)
@@ -220,6 +225,49 @@ def _head(start: int, end: int, ctx: _Context) -> int:
     return end - 1
 
 
+def _head_features(h: int, ctx: _Context) -> list[str]:
+    lower, gov = ctx.lower, ctx.head[h]
+    f = [
+        f"h={lower[h]}",
+        f"hl={ctx.lemma[h]}",
+        f"hs={lower[h][-3:]}",
+        f"hshape={_shape(ctx.words[h])}",
+        f"dep={ctx.dep[h]}",
+        f"gov={ctx.lemma[gov]}",
+        f"govdep={ctx.dep[gov]}_{ctx.dep[h]}",
+        f"count={min(ctx.counts.get(lower[h], 0), 4)}",
+    ]
+    if ctx.pos[gov] == "ADP":
+        f.append(f"prep={lower[gov]}")
+        f.append(f"prepgov={lower[gov]}_{ctx.lemma[ctx.head[gov]]}")
+    ctx.by_head[h] = f
+    return f
+
+
+def _start_features(start: int, ctx: _Context) -> list[str]:
+    lower = ctx.lower
+    f = [
+        f"first={lower[start]}",
+        f"fshape={_shape(ctx.words[start])}",
+        f"sent={min(ctx.sent_index[start], 6)}",
+        f"p1={lower[start - 1] if start >= 1 else '#'}",
+        f"p2={lower[start - 2] if start >= 2 else '#'}",
+    ]
+    f += ctx.sent_flags[ctx.sent_index[start]] if ctx.sent_flags else []
+    ctx.by_start[start] = f
+    return f
+
+
+def _end_features(end: int, ctx: _Context) -> list[str]:
+    n_tok = len(ctx.lower)
+    f = [
+        f"n1={ctx.lower[end] if end < n_tok else '#'}",
+        f"n2={ctx.lower[end + 1] if end + 1 < n_tok else '#'}",
+    ]
+    ctx.by_end[end] = f
+    return f
+
+
 def features(span: Span, ctx: _Context) -> list[str]:
     """The features of one candidate phrase in its context."""
     start, end = span.start, span.end
@@ -229,28 +277,13 @@ def features(span: Span, ctx: _Context) -> list[str]:
     gov = ctx.head[h]
     key = (start, end)
     length = end - start
-    f = [
-        "bias",
-        f"h={lower[h]}",
-        f"hl={ctx.lemma[h]}",
-        f"hs={lower[h][-3:]}",
-        f"first={lower[start]}",
-        f"len={min(length, 6)}",
-        f"pos={'_'.join(ctx.pos[start : min(end, start + 4)])}",
-        f"hshape={_shape(words[h])}",
-        f"fshape={_shape(words[start])}",
-        f"dep={ctx.dep[h]}",
-        f"gov={ctx.lemma[gov]}",
-        f"govdep={ctx.dep[gov]}_{ctx.dep[h]}",
-        f"sent={min(ctx.sent_index[start], 6)}",
-        f"count={min(ctx.counts.get(lower[h], 0), 4)}",
-    ]
-    f += [f"w={lower[i]}" for i in range(start, end) if not ctx.punct[i]]
-    if ctx.pos[gov] == "ADP":
-        f.append(f"prep={lower[gov]}")
-        f.append(f"prepgov={lower[gov]}_{ctx.lemma[ctx.head[gov]]}")
-    for i, name in ((start - 1, "p1"), (start - 2, "p2"), (end, "n1"), (end + 1, "n2")):
-        f.append(f"{name}={lower[i] if 0 <= i < n_tok else '#'}")
+    # Most candidates are head-final parts of one noun chunk: they share their head,
+    # start or end with others, so those features are built once per token.
+    f = ["bias", f"len={min(length, 6)}", f"pos={'_'.join(ctx.pos[start : min(end, start + 4)])}"]
+    f += ctx.by_head.get(h) or _head_features(h, ctx)
+    f += ctx.by_start.get(start) or _start_features(start, ctx)
+    f += ctx.by_end.get(end) or _end_features(end, ctx)
+    f += [ctx.word_feature[i] for i in range(start, end) if not ctx.punct[i]]
     acronym = any(ctx.acronym[start:end])
     digit = any(ctx.digit[start:end])
     capital = any(words[i][:1].isupper() and not ctx.sent_start[i] for i in range(start, end))
@@ -290,7 +323,6 @@ def features(span: Span, ctx: _Context) -> list[str]:
     f.append(f"h={lower[h]}_len={min(length, 3)}")
     if ctx.text.count(text) > 1:
         f.append("repeated")
-    f += ctx.sent_flags[ctx.sent_index[start]] if ctx.sent_flags else []
     return f
 
 
