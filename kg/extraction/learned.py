@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +23,7 @@ from spacy.tokens import Doc, Span
 
 from kg import schema
 from kg.extraction.canonical import canonical_key, expand_acronym, is_acronym, word_list
-from kg.extraction.spans import head_token, name_run, trim_span
+from kg.extraction.spans import ENUMERATOR, LEADING_DROP, TRAILING_DROP, name_run
 
 # O, the entity types in kg.schema's order, and the paper's own proposals; the
 # order is the weight matrix's column order.
@@ -43,11 +43,17 @@ _PROPOSE_LEMMAS = frozenset(
         *("construct", "release", "call", "name", "dub"),
     ]
 )
+# The corpus feature of a phrase the unlabelled corpus never showed as a candidate.
+_UNSEEN = ("corpus=unseen",)
 
 
 @dataclass
 class _Context:
-    """Per-doc evidence that candidate features look up."""
+    """Per-doc evidence that candidate features look up.
+
+    Token attributes are read once into lists: indexing a ``Doc`` builds a
+    ``Token`` object each time, which was most of the typer's cost.
+    """
 
     ner: dict[tuple[int, int], str]
     ner_tokens: dict[int, str]
@@ -58,11 +64,30 @@ class _Context:
     proposed_tokens: set[int]
     counts: dict[str, int]
     chunks: set[tuple[int, int]]
-    sent_index: dict[int, int]
+    sent_index: list[int]
     sent_flags: list[list[str]]
     text: str
     rules: dict[tuple[int, int], str]
     rule_tokens: dict[int, str]
+    words: list[str] = field(default_factory=list)
+    lower: list[str] = field(default_factory=list)
+    lemma: list[str] = field(default_factory=list)
+    pos: list[str] = field(default_factory=list)
+    dep: list[str] = field(default_factory=list)
+    head: list[int] = field(default_factory=list)
+    punct: list[bool] = field(default_factory=list)
+    sent_start: list[bool] = field(default_factory=list)
+    acronym: list[bool] = field(default_factory=list)
+    digit: list[bool] = field(default_factory=list)
+    alpha: list[bool] = field(default_factory=list)
+    drop_lead: list[bool] = field(default_factory=list)
+    drop_trail: list[bool] = field(default_factory=list)
+    idx: list[int] = field(default_factory=list)
+    keys: dict[str, str] = field(default_factory=dict)
+    word_feature: list[str] = field(default_factory=list)
+    by_head: dict[int, list[str]] = field(default_factory=dict)
+    by_start: dict[int, list[str]] = field(default_factory=dict)
+    by_end: dict[int, list[str]] = field(default_factory=dict)
 
 
 def context(doc: Doc) -> _Context:
@@ -72,21 +97,10 @@ def context(doc: Doc) -> _Context:
     lexicon = {(s.start, s.end): s.label_ for s in doc.spans.get("kg_lexicon", [])}
     abbrs = doc._.kg_abbreviations or []
     proposed = {(s.start, s.end) for s in doc.spans.get("kg_proposed", [])}
-    sent_index = {}
+    sent_index = [0] * len(doc)
     sent_flags = []
-    for n, sent in enumerate(doc.sents):
-        for i in range(sent.start, sent.end):
-            sent_index[i] = n
-        flags = []
-        if any(t.lemma_ in _PROPOSE_LEMMAS and t.pos_ == "VERB" for t in sent):
-            flags.append("propose_sent")
-        if any(t.lower_ in ("we", "our") for t in sent):
-            flags.append("we_sent")
-        sent_flags.append(flags)
-    counts: dict[str, int] = {}
-    for tok in doc:
-        counts[tok.lower_] = counts.get(tok.lower_, 0) + 1
-    return _Context(
+    propose_verbs = set()
+    ctx = _Context(
         ner=ner,
         ner_tokens=ner_tokens,
         lexicon=lexicon,
@@ -94,7 +108,7 @@ def context(doc: Doc) -> _Context:
         abbr_short={(c, d) for _, _, c, d in abbrs},
         proposed=proposed,
         proposed_tokens={i for a, b in proposed for i in range(a, b)},
-        counts=counts,
+        counts={},
         chunks=set(),
         sent_index=sent_index,
         sent_flags=sent_flags,
@@ -104,37 +118,94 @@ def context(doc: Doc) -> _Context:
             i: s.label_ for s in doc.spans.get("kg_entities", []) for i in range(s.start, s.end)
         },
     )
+    heads = doc.to_array("HEAD").astype("int64") + np.arange(len(doc))
+    ctx.head = heads.tolist()
+    for tok in doc:
+        text, low, tag, lemma, pos = tok.text, tok.lower_, tok.tag_, tok.lemma_, tok.pos_
+        ctx.words.append(text)
+        ctx.lower.append(low)
+        ctx.word_feature.append("w=" + low)
+        ctx.lemma.append(lemma.lower())
+        ctx.pos.append(pos)
+        ctx.dep.append(tok.dep_)
+        ctx.punct.append(tok.is_punct)
+        ctx.sent_start.append(bool(tok.is_sent_start))
+        plain = text.isalpha()
+        # is_acronym needs an upper-case letter after the first character.
+        ctx.acronym.append(text[1:].lower() != text[1:] and is_acronym(text))
+        ctx.digit.append(not plain and any(c.isdigit() for c in text))
+        ctx.alpha.append(plain or any(c.isalpha() for c in text))
+        ctx.idx.append(tok.idx)
+        if lemma in _PROPOSE_LEMMAS and pos == "VERB":
+            propose_verbs.add(tok.i)
+        ctx.counts[low] = ctx.counts.get(low, 0) + 1
+        # The conditions of spans.trim_span, per token.
+        ctx.drop_lead.append(
+            low in LEADING_DROP
+            or tok.is_punct
+            or tok.is_space
+            or bool(ENUMERATOR.match(text))
+            or ctx.pos[-1] in ("NUM", "ADV")
+            or tag in ("POS", "JJR", "JJS", "RBR", "RBS")
+        )
+        ctx.drop_trail.append(text in TRAILING_DROP or tok.is_space)
+    for n, sent in enumerate(doc.sents):
+        a, b = sent.start, sent.end
+        sent_index[a:b] = [n] * (b - a)
+        flags = []
+        if any(a <= i < b for i in propose_verbs):
+            flags.append("propose_sent")
+        if any(w in ("we", "our") for w in ctx.lower[a:b]):
+            flags.append("we_sent")
+        sent_flags.append(flags)
+    return ctx
+
+
+def _trim(start: int, end: int, ctx: _Context) -> tuple[int, int] | None:
+    """:func:`kg.extraction.spans.trim_span` on token offsets, from the context's lists."""
+    while start < end and ctx.drop_lead[start]:
+        start += 1
+    while end > start and ctx.drop_trail[end - 1]:
+        end -= 1
+    words = ctx.words
+    if sum(w.count("(") for w in words[start:end]) != sum(w.count(")") for w in words[start:end]):
+        while end > start and words[end - 1] != "(" and any("(" in w for w in words[start:end]):
+            end -= 1
+        if end > start and words[end - 1] == "(":
+            end -= 1
+    return (start, end) if end > start else None
 
 
 def candidates(doc: Doc, ctx: _Context) -> list[Span]:
     """Every phrase that might be an entity, de-duplicated by token offsets."""
     found: set[tuple[int, int]] = set()
 
-    def add(span: Span | None, whole: bool = True) -> None:
-        trimmed = trim_span(span) if span is not None else None
-        if trimmed is not None and len(trimmed) <= MAX_TOKENS:
-            found.add((trimmed.start, trimmed.end))
+    def add(start: int, end: int) -> None:
+        trimmed = _trim(start, end, ctx)
+        if trimmed is not None and trimmed[1] - trimmed[0] <= MAX_TOKENS:
+            found.add(trimmed)
 
     for ent in doc.ents:
-        add(ent)
+        add(ent.start, ent.end)
     for chunk in doc.noun_chunks:
-        trimmed = trim_span(chunk)
+        trimmed = _trim(chunk.start, chunk.end, ctx)
         if trimmed is None:
             continue
-        ctx.chunks.add((trimmed.start, trimmed.end))
-        for i in range(trimmed.start, trimmed.end):
-            add(doc[i : trimmed.end])
+        ctx.chunks.add(trimmed)
+        for i in range(trimmed[0], trimmed[1]):
+            add(i, trimmed[1])
     for start, end in [*ctx.lexicon, *ctx.abbr_long, *ctx.abbr_short, *ctx.proposed]:
-        add(doc[start:end])
+        add(start, end)
     for sent in doc.sents:
         i = sent.start
         while i < sent.end:
             run = name_run(doc[i : sent.end])
             if run is None:
                 break
-            add(run)
+            add(run.start, run.end)
             i = run.end
-    return [doc[a:b] for a, b in sorted(found) if any(c.isalpha() for c in doc[a:b].text)]
+    alpha = ctx.alpha
+    return [doc[a:b] for a, b in sorted(found) if any(alpha[a:b])]
 
 
 def _shape(text: str) -> str:
@@ -146,45 +217,85 @@ def _shape(text: str) -> str:
     return "".join(out)[:6]
 
 
+def _head(start: int, end: int, ctx: _Context) -> int:
+    # kg.extraction.spans.head_token: the word before the first "of"/"for", else the last.
+    for i in range(start + 1, end):
+        if ctx.pos[i] == "ADP" and ctx.lower[i] in ("of", "for"):
+            return i - 1
+    return end - 1
+
+
+def _head_features(h: int, ctx: _Context) -> list[str]:
+    lower, gov = ctx.lower, ctx.head[h]
+    f = [
+        f"h={lower[h]}",
+        f"hl={ctx.lemma[h]}",
+        f"hs={lower[h][-3:]}",
+        f"hshape={_shape(ctx.words[h])}",
+        f"dep={ctx.dep[h]}",
+        f"gov={ctx.lemma[gov]}",
+        f"govdep={ctx.dep[gov]}_{ctx.dep[h]}",
+        f"count={min(ctx.counts.get(lower[h], 0), 4)}",
+    ]
+    if ctx.pos[gov] == "ADP":
+        f.append(f"prep={lower[gov]}")
+        f.append(f"prepgov={lower[gov]}_{ctx.lemma[ctx.head[gov]]}")
+    ctx.by_head[h] = f
+    return f
+
+
+def _start_features(start: int, ctx: _Context) -> list[str]:
+    lower = ctx.lower
+    f = [
+        f"first={lower[start]}",
+        f"fshape={_shape(ctx.words[start])}",
+        f"sent={min(ctx.sent_index[start], 6)}",
+        f"p1={lower[start - 1] if start >= 1 else '#'}",
+        f"p2={lower[start - 2] if start >= 2 else '#'}",
+    ]
+    f += ctx.sent_flags[ctx.sent_index[start]] if ctx.sent_flags else []
+    ctx.by_start[start] = f
+    return f
+
+
+def _end_features(end: int, ctx: _Context) -> list[str]:
+    n_tok = len(ctx.lower)
+    f = [
+        f"n1={ctx.lower[end] if end < n_tok else '#'}",
+        f"n2={ctx.lower[end + 1] if end + 1 < n_tok else '#'}",
+    ]
+    ctx.by_end[end] = f
+    return f
+
+
 def features(span: Span, ctx: _Context) -> list[str]:
     """The features of one candidate phrase in its context."""
-    doc = span.doc
-    head = head_token(span)
-    first = span[0]
-    key = (span.start, span.end)
-    f = [
-        "bias",
-        f"h={head.lower_}",
-        f"hl={head.lemma_.lower()}",
-        f"hs={head.lower_[-3:]}",
-        f"first={first.lower_}",
-        f"len={min(len(span), 6)}",
-        f"pos={'_'.join(t.pos_ for t in span[:4])}",
-        f"hshape={_shape(head.text)}",
-        f"fshape={_shape(first.text)}",
-        f"dep={head.dep_}",
-        f"gov={head.head.lemma_.lower()}",
-        f"govdep={head.head.dep_}_{head.dep_}",
-        f"sent={min(ctx.sent_index.get(span.start, 0), 6)}",
-        f"count={min(ctx.counts.get(head.lower_, 0), 4)}",
-    ]
-    f += [f"w={t.lower_}" for t in span if not t.is_punct]
-    if head.head.pos_ == "ADP":
-        f.append(f"prep={head.head.lower_}")
-        f.append(f"prepgov={head.head.lower_}_{head.head.head.lemma_.lower()}")
-    for off, name in ((-1, "p1"), (-2, "p2"), (0, "n1"), (1, "n2")):
-        i = span.start + off if off < 0 else span.end + off
-        tok = doc[i] if 0 <= i < len(doc) else None
-        f.append(f"{name}={tok.lower_ if tok is not None else '#'}")
-    if any(is_acronym(t.text) for t in span):
+    start, end = span.start, span.end
+    n_tok = len(ctx.words)
+    lower, words = ctx.lower, ctx.words
+    h = _head(start, end, ctx)
+    gov = ctx.head[h]
+    key = (start, end)
+    length = end - start
+    # Most candidates are head-final parts of one noun chunk: they share their head,
+    # start or end with others, so those features are built once per token.
+    f = ["bias", f"len={min(length, 6)}", f"pos={'_'.join(ctx.pos[start : min(end, start + 4)])}"]
+    f += ctx.by_head.get(h) or _head_features(h, ctx)
+    f += ctx.by_start.get(start) or _start_features(start, ctx)
+    f += ctx.by_end.get(end) or _end_features(end, ctx)
+    f += [ctx.word_feature[i] for i in range(start, end) if not ctx.punct[i]]
+    acronym = any(ctx.acronym[start:end])
+    digit = any(ctx.digit[start:end])
+    capital = any(words[i][:1].isupper() and not ctx.sent_start[i] for i in range(start, end))
+    if acronym:
         f.append("acronym")
-    if any(c.isdigit() for c in span.text):
+    if digit:
         f.append("digit")
-    if any(t.text[:1].isupper() and not t.is_sent_start for t in span):
+    if capital:
         f.append("capital")
     if key in ctx.ner:
         f.append(f"ner={ctx.ner[key]}")
-    labels = {ctx.ner_tokens.get(i) for i in range(span.start, span.end)}
+    labels = {ctx.ner_tokens.get(i) for i in range(start, end)}
     f += [f"nertok={label}" for label in labels if label]
     if key in ctx.lexicon:
         f.append(f"lex={ctx.lexicon[key]}")
@@ -192,49 +303,56 @@ def features(span: Span, ctx: _Context) -> list[str]:
         f.append("abbr_long")
     if key in ctx.abbr_short:
         f.append("abbr_short")
-    if span.end < len(doc) and doc[span.end].text == "(":
+    if end < n_tok and words[end] == "(":
         f.append("before_bracket")
     if key in ctx.proposed:
         f.append("proposed_rule")
-    elif any(i in ctx.proposed_tokens for i in range(span.start, span.end)):
+    elif any(i in ctx.proposed_tokens for i in range(start, end)):
         f.append("proposed_overlap")
     if key in ctx.chunks:
         f.append("chunk")
     if key in ctx.rules:
         f.append(f"rule={ctx.rules[key]}")
-        f.append(f"rule={ctx.rules[key]}_cap={'capital' in f}")
-    f += [
-        f"ruletok={x}" for x in {ctx.rule_tokens.get(i) for i in range(span.start, span.end)} if x
-    ]
-    if len(span) == 1 and expand_acronym(span.text):
+        f.append(f"rule={ctx.rules[key]}_cap={capital}")
+    f += [f"ruletok={x}" for x in {ctx.rule_tokens.get(i) for i in range(start, end)} if x]
+    text = ctx.text[ctx.idx[start] : ctx.idx[end - 1] + len(words[end - 1])]
+    if length == 1 and expand_acronym(text):
         f.append("known_acronym")
-    prep = f"prep={head.head.lower_}" if head.head.pos_ == "ADP" else "prep=#"
-    f.append(f"{prep}_cap={'capital' in f}_digit={'digit' in f}")
-    f.append(f"h={head.lower_}_len={min(len(span), 3)}")
-    if ctx.text.count(span.text) > 1:
+    prep = f"prep={lower[gov]}" if ctx.pos[gov] == "ADP" else "prep=#"
+    f.append(f"{prep}_cap={capital}_digit={digit}")
+    f.append(f"h={lower[h]}_len={min(length, 3)}")
+    if ctx.text.count(text) > 1:
         f.append("repeated")
-    # Sentence-level flags are computed once per doc: span.sent walks the doc each time.
-    f += ctx.sent_flags[ctx.sent_index.get(span.start, 0)] if ctx.sent_flags else []
     return f
 
 
-def grouped(spans: list[Span], ctx: _Context) -> list[tuple[list[Span], list[str]]]:
+def grouped(
+    spans: list[Span], ctx: _Context, corpus: dict[str, list[str]] | None = None
+) -> list[tuple[list[Span], list[str]]]:
     """Candidates grouped by canonical key: one decision per phrase per paper.
 
     The features of a group are the union of its mentions' features, so that "RL"
     mentioned six times is one example with the evidence of all six contexts.
+    ``corpus`` adds what the unlabelled corpus says about the phrase (see
+    :mod:`kg.extraction.corpus_evidence`).
     """
     by_key: dict[str, tuple[list[Span], set[str]]] = {}
+    keys = ctx.keys
     for span in spans:
-        key = canonical_key(span.text)
+        text = span.text
+        key = keys.get(text)
+        if key is None:
+            key = keys[text] = canonical_key(text)
         if not key:
             continue
         members, feats = by_key.setdefault(key, ([], set()))
         members.append(span)
         feats.update(features(span, ctx))
     out = []
-    for members, feats in by_key.values():
+    for key, (members, feats) in by_key.items():
         feats.add(f"mentions={min(len(members), 4)}")
+        if corpus is not None:
+            feats.update(corpus.get(key, _UNSEEN))
         out.append((members, sorted(feats)))
     return out
 

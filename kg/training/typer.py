@@ -118,14 +118,20 @@ def fit(
     w = np.zeros((len(vocab), n_cls))
     m, v = np.zeros_like(w), np.zeros_like(w)
     for step in range(1, steps + 1):
-        scores = np.zeros((n_ex, n_cls))
-        np.add.at(scores, r, w[c])
+        # X @ w and X.T @ d of the sparse binary X, one bincount per class: the same
+        # sums as np.add.at, about twice as fast.
+        wc = w[c]
+        scores = np.stack(
+            [np.bincount(r, weights=wc[:, k], minlength=n_ex) for k in range(n_cls)], axis=1
+        )
         scores -= scores.max(axis=1, keepdims=True)
         p = np.exp(scores)
         p /= p.sum(axis=1, keepdims=True)
         d = (p - onehot) * sample_weight[:, None] / n_ex
-        grad = np.zeros_like(w)
-        np.add.at(grad, c, d[r])
+        dr = d[r]
+        grad = np.stack(
+            [np.bincount(c, weights=dr[:, k], minlength=len(vocab)) for k in range(n_cls)], axis=1
+        )
         grad += l2 * w
         m = 0.9 * m + 0.1 * grad
         v = 0.999 * v + 0.001 * grad**2
