@@ -53,7 +53,9 @@ class ResultFinder:
     """Marks every value of a claim sentence with its metric tokens and its role.
 
     Writes ``doc._.kg_results``: ``(value start char, value end char, metric start
-    token, metric end token, relative, baseline)`` tuples, -1 for no metric.
+    token, metric end token, relative, baseline, dataset start token, dataset end
+    token, dataset declared)`` tuples, -1 for no metric or dataset; "declared" when
+    the text calls the dataset one ("the WikiTQ dataset").
     Plain tuples survive the pickling of ``n_process > 1``.
     """
 
@@ -69,6 +71,11 @@ class ResultFinder:
         self.bridge_before = frozenset(words["bridge_before"])
         self.baseline_before = frozenset(words["baseline_before"])
         self.improvement = frozenset(words["improvement_words"])
+        self.change_verbs = frozenset(words["change_verbs"])
+        self.dataset_heads = frozenset(words["dataset_heads"])
+        self.vague = frozenset(words["vague_measures"])
+        # The head tokens of the recognised tasks of the document being read.
+        self.task_tokens: set[int] = set()
         self.metric_drop = frozenset(words["metric_drop"])
         self.dataset_cues = frozenset(words["dataset_cues"])
         self.not_units = frozenset(words["not_units"])
@@ -150,7 +157,8 @@ class ResultFinder:
 
     def _dataset(self, doc: Doc, span: Span, metric: Span | None, sent: Span) -> Span | None:
         """Where the number was measured, by position: "… 47.7 mAP on COCO", "On
-        ImageNet-256, X achieves 1.99 FID"; the nearest recognised dataset otherwise."""
+        ImageNet-256, X achieves 1.99 FID", "On benchmarks such as AIME 2025, X
+        reaches …"; the nearest recognised dataset otherwise."""
         after = max(span.end, metric.end if metric is not None else span.end)
         for i in range(after, min(sent.end, after + 8)):
             tok = doc[i]
@@ -162,8 +170,28 @@ class ResultFinder:
                     return found
                 break
         if doc[sent.start].lower_ in ("on", "across"):
-            return self._name_run(doc, sent.start + 1, sent)
+            found = self._name_run(doc, sent.start + 1, sent)
+            if found is not None:
+                return found
+            # The opening phrase up to its comma: "On challenging benchmarks such as
+            # AIME 2025, …" names the dataset after "such as"/"including"
+            for i in range(sent.start + 1, min(sent.end - 1, sent.start + 12)):
+                if doc[i].text == ",":
+                    break
+                if doc[i].lower_ == "including" or (
+                    doc[i].lower_ == "as" and doc[i - 1].lower_ == "such"
+                ):
+                    return self._name_run(doc, i + 1, sent)
         return None
+
+    def _declared(self, doc: Doc, dataset: Span | None, sent: Span) -> bool:
+        """Whether the text calls the name a dataset: "the WikiTQ dataset", "the
+        MBPP benchmark" (then it is one even if the paper introduces it)."""
+        return (
+            dataset is not None
+            and dataset.end < sent.end
+            and doc[dataset.end].lower_ in self.dataset_heads
+        )
 
     def _right(self, doc: Doc, end: int, sent: Span, metric_tokens: set[int]) -> Span | None:
         i = end
@@ -185,6 +213,12 @@ class ResultFinder:
             )
         ):
             i += 1
+        # "a 95% reduction in visual tokens": what a change is "in" is what was measured,
+        # whatever its head word
+        if i - 2 >= end and doc[i - 1].lower_ == "in" and doc[i - 2].lower_ in self.improvement:
+            measured = self._object(doc[i - 1], "pobj")
+            if measured is not None and measured.i < sent.end:
+                return self._phrase(doc, measured)
         # "18.3% on automated metrics": after "on" only a metric word, not a name the
         # recogniser guessed (most "on X" after a number name a dataset)
         strict = i < sent.end and doc[i].lower_ == "on"
@@ -208,10 +242,25 @@ class ResultFinder:
                     j += 1
                     continue
                 return self._phrase(doc, tok)
-            if tok.pos_ not in ("NOUN", "PROPN", "ADJ", "PUNCT", "X", "NUM") or tok.text in ",;(":
+            # "on automated metrics": a participle modifying the head is part of the phrase
+            participle = tok.pos_ == "VERB" and tok.dep_ == "amod"
+            if (
+                tok.pos_ not in ("NOUN", "PROPN", "ADJ", "PUNCT", "X", "NUM") and not participle
+            ) or tok.text in ",;(":
                 return None
             j += 1
         return None
+
+    def _object(self, tok: Token, dep: str) -> Token | None:
+        """The noun a token governs as ``dep`` ("pobj", "dobj") when it can name what
+        was measured: not a pronoun, not a vague word ("performance"), not a task."""
+        found = next(
+            (c for c in tok.children if c.dep_ == dep and c.pos_ in ("NOUN", "PROPN")),
+            None,
+        )
+        if found is None or found.lower_ in self.vague or found.i in self.task_tokens:
+            return None
+        return found
 
     def _left(self, doc: Doc, start: int, sent: Span, metric_tokens: set[int]) -> Span | None:
         i = start - 1
@@ -244,6 +293,12 @@ class ResultFinder:
                         child, metric_tokens
                     ):
                         return self._phrase(doc, child)
+                # "improving fluency by +5.48%": a change verb's object is what changed by
+                # the amount, whatever its head word
+                if node.lower_ == "by" and head.lemma_.lower() in self.change_verbs:
+                    changed = self._object(head, "dobj")
+                    if changed is not None:
+                        return self._phrase(doc, changed)
                 # "perplexity ranging from 62.2 to 18.4": the verb qualifies the metric
                 if head.dep_ == "acl" and self._metric_token(head.head, metric_tokens):
                     return self._phrase(doc, head.head)
@@ -327,7 +382,10 @@ class ResultFinder:
             for span in doc.spans.get("kg_entities", [])
             if span.label_ == "Metric" and not any(t.like_num for t in span)
         }
-        found: list[tuple[int, int, int, int, bool, bool, int, int]] = []
+        self.task_tokens = {
+            span.end - 1 for span in doc.spans.get("kg_entities", []) if span.label_ == "Task"
+        }
+        found: list[tuple[int, int, int, int, bool, bool, int, int, bool]] = []
         for claim in doc.spans.get("kg_claims", []):
             sent = claim.sent if claim.start < len(doc) else claim
             marks: list[tuple[Span, Span | None, str | None, bool]] = []
@@ -373,6 +431,7 @@ class ResultFinder:
                         self._baseline(doc, span, sent),
                         dataset.start if dataset is not None else -1,
                         dataset.end if dataset is not None else -1,
+                        self._declared(doc, dataset, sent),
                     )
                 )
         doc._.kg_results = found
@@ -391,7 +450,8 @@ class ResultFinder:
                         continue
                     o = marks[other][0]
                     lo, hi = (span, o) if other > k else (o, span)
-                    between = [t.lower_ for t in doc[lo.end : hi.start]]
+                    # "from 22.58% to **25.81%**": emphasis marks do not separate values
+                    between = [t.lower_ for t in doc[lo.end : hi.start] if t.text.strip("*")]
                     if len(between) <= 3 and all(
                         w in ("and", ",", "or", "to", "→", "->", "vs", "vs.", "(", ")", "from")
                         for w in between
