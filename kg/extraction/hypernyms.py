@@ -74,6 +74,12 @@ class HypernymFinder:
         return self._noun_phrase(doc, head)
 
     @staticmethod
+    def _indefinite(head: Token) -> bool:
+        """Whether a phrase opens with "a"/"an": "a policy-gradient method" says
+        what kind of thing X is; "the ..." or a bare name after a comma does not."""
+        return any(c.dep_ == "det" and c.lower_ in ("a", "an") for c in head.children)
+
+    @staticmethod
     def _noun_phrase(doc: Doc, head: Token) -> Span:
         start = head.i
         while start > 0 and (
@@ -94,11 +100,21 @@ class HypernymFinder:
             if any(c.dep_ == "neg" for c in root.head.children):
                 continue  # "X is not a Y"
             candidates: list[tuple[Token, str]] = []
-            # "X, a Y …": Y in apposition to X
-            candidates += [(c, "appositive") for c in root.children if c.dep_ == "appos"]
+            # "X, a Y …": Y in apposition to X, right after its comma (not a
+            # parenthesis, which defines an acronym, nor an item of a list)
+            if span.end < len(doc) and doc[span.end].text == ",":
+                candidates += [
+                    (c, "appositive")
+                    for c in root.children
+                    if c.dep_ == "appos" and self._indefinite(c) and c.i > span.end
+                ]
             # "X is a Y"
             if root.dep_ in ("nsubj", "nsubjpass") and root.head.lemma_ == "be":
-                candidates += [(c, "copula") for c in root.head.children if c.dep_ == "attr"]
+                candidates += [
+                    (c, "copula")
+                    for c in root.head.children
+                    if c.dep_ == "attr" and self._indefinite(c)
+                ]
             # "Y such as X (and Z)", "Y including X"
             first = root
             while first.dep_ == "conj" and first.head.i != first.i:

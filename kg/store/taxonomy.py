@@ -25,7 +25,8 @@ from urllib.parse import unquote
 from pyoxigraph import NamedNode, Quad
 
 from kg.store.embedded import GraphStore
-from kg.store.index import DERIVED_UPDATE
+from kg.store.index import DERIVED_UPDATE, Index
+from kg.store.index.results import write_taxonomy
 from kg.store.queries import rows, run
 from kg.vocab import BASE, ID_PREFIX, SKOS
 
@@ -89,4 +90,8 @@ def derive_taxonomy(store: GraphStore) -> int:
         + f"DROP SILENT GRAPH {TAXONOMY_GRAPH} ;\n"
         + (f"INSERT DATA {{ GRAPH {TAXONOMY_GRAPH} {{ {body} }} }}" if body else "")
     )
+    index = store.search_index()
+    if isinstance(index, Index) and not index.read_only:
+        # The results read model answers task filters and trees from the index.
+        write_taxonomy(index, ((q.subject.value, q.object.value) for q in quads[::2]))
     return len(quads) // 2
