@@ -99,9 +99,9 @@ def test_results_f1_on_iclr_dev(extractor, tmp_path: Path) -> None:  # noqa: ANN
         check=True,
     )
     f1 = float(run.stdout.strip().rsplit("results_f1=", 1)[1])
-    # 0.634 with extractor 0.5.0; 0.727 with 0.5.1's attribution rules (tp 16, fp 3,
-    # fn 9; iclr-train 0.769, the sample 0.800). The issue's target is 0.65.
-    assert f1 >= 0.72, run.stdout
+    # 0.634 with extractor 0.5.0; 0.739 with 0.5.1's attribution rules (tp 17, fp 4,
+    # fn 8; iclr-train 0.773, the sample 0.778). The issue's target is 0.65.
+    assert f1 >= 0.73, run.stdout
 
 
 def test_a_value_glued_to_a_full_stop_keeps_its_own_characters(extractor) -> None:  # noqa: ANN001

@@ -70,3 +70,23 @@ def test_the_dataset_named_after_such_as_in_the_opening_phrase(extractor) -> Non
     result = found["99.9%"]
     assert _metric(result) == "accuracy"
     assert result.dataset is not None and result.dataset.label == "AIME"
+
+
+def test_a_number_takes_the_only_metric_its_sentence_names(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooInject. Experiments show that FooInject achieves higher attack success "
+        "rates, improving from 5.18% to 32.05% on AgentDojo.",
+    )
+    assert _metric(found["32.05%"]) == "attack success rates"
+    assert found["32.05%"].dataset is not None and found["32.05%"].dataset.label == "AgentDojo"
+
+
+def test_gains_of_and_coordinated_gains_are_relative(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooPrompt. FooPrompt achieves accuracy gains of up to 3.41% on CUB-200. "
+        "FooPrompt surpasses fine-tuned baselines in accuracy by **7.34%** and **1.04%**.",
+    )
+    assert found["3.41%"].relative
+    assert found["7.34%"].relative and found["1.04%"].relative

@@ -331,6 +331,12 @@ class ResultFinder:
             stop = w not in self.bridge_before or w in ("of", "to", "from", ":", "=")
             if stop and (w != "to" or "up" not in before):
                 break
+        # "gains of up to 3.41%", "an average improvement of 10.0%"
+        for k in range(len(before) - 1, 0, -1):
+            if before[k] == "of" and before[k - 1] in self.improvement:
+                return True
+            if before[k] not in ("up", "to", "about", "nearly", "*", "**", "average"):
+                break
         return any(w in ("improves", "outperforms", "surpasses") for w in before[-2:])
 
     def _baseline(self, doc: Doc, span: Span, sent: Span) -> bool:
@@ -418,7 +424,17 @@ class ResultFinder:
                     metric = doc[span.end - 1 : span.end]
                 marks.append((span, metric, unit, bare))
             self._share(doc, marks)
-            for span, metric, unit, bare in marks:
+            # "higher attack success rates ..., improving from 5.18% to 32.05% on
+            # AgentDojo": a number tied to no metric takes the one its sentence names
+            lone = self._lone_metric(doc, sent, metric_tokens)
+            marks = [(v, m if m or b else lone, u, b) for v, m, u, b in marks]
+            relative = [self._relative(doc, v, u, sent) for v, _, u, _ in marks]
+            for k in range(1, len(marks)):
+                # "by **7.34%** and **1.04%**": coordinated numbers share their role
+                between = {t.text for t in doc[marks[k - 1][0].end : marks[k][0].start]}
+                if relative[k - 1] and between <= {"and", ",", "*", "**", "or"}:
+                    relative[k] = True
+            for (span, metric, _unit, bare), rel in zip(marks, relative, strict=True):
                 if bare and metric is None:
                     continue
                 dataset = self._dataset(doc, span, metric, sent)
@@ -427,7 +443,7 @@ class ResultFinder:
                         *chars[span.start],
                         metric.start if metric is not None else -1,
                         metric.end if metric is not None else -1,
-                        self._relative(doc, span, unit, sent),
+                        rel,
                         self._baseline(doc, span, sent),
                         dataset.start if dataset is not None else -1,
                         dataset.end if dataset is not None else -1,
@@ -436,6 +452,15 @@ class ResultFinder:
                 )
         doc._.kg_results = found
         return doc
+
+    def _lone_metric(self, doc: Doc, sent: Span, metric_tokens: set[int]) -> Span | None:
+        """The sentence's metric phrase when it names exactly one, else None."""
+        phrases = {
+            self._phrase(doc, doc[i]).text.lower(): self._phrase(doc, doc[i])
+            for i in metric_tokens
+            if sent.start <= i < sent.end
+        }
+        return next(iter(phrases.values())) if len(phrases) == 1 else None
 
     @staticmethod
     def _share(doc: Doc, marks: list[tuple[Span, Span | None, str | None, bool]]) -> None:
