@@ -81,7 +81,8 @@ def derive_taxonomy(store: GraphStore) -> int:
     methods = stated_links(
         (r["narrower"].value, r["broader"].value) for r in rows(run(store, "store/method-broader"))
     )
-    quads = taxonomy_quads(broader_links(tasks) + methods)
+    links = broader_links(tasks) + methods
+    quads = taxonomy_quads(links)
     # IRIs below are pyoxigraph terms printed as escaped N-Triples, built from
     # stored task IRIs by kg.vocab: no raw input reaches the update text.
     body = " ".join(f"{q.subject} {q.predicate} {q.object} ." for q in quads)
@@ -93,5 +94,5 @@ def derive_taxonomy(store: GraphStore) -> int:
     index = store.search_index()
     if isinstance(index, Index) and not index.read_only:
         # The results read model answers task filters and trees from the index.
-        write_taxonomy(index, ((q.subject.value, q.object.value) for q in quads[::2]))
+        write_taxonomy(index, links)
     return len(quads) // 2

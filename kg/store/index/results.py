@@ -110,9 +110,9 @@ def result_rows(quads: Iterable[Quad]) -> list[ResultRow]:
     for q in quads:
         p = q.predicate.value
         if p == KG.reportsResult.value:
-            results.append(str(q.object.value))
+            results.append(_text(q.object))
         elif p in _RESULT_PROPS:
-            props[str(q.subject.value)][_RESULT_PROPS[p]] = str(q.object.value)
+            props[_text(q.subject)][_RESULT_PROPS[p]] = _text(q.object)
     rows = []
     for iri in results:
         r = props.get(iri, {})
@@ -128,6 +128,11 @@ def result_rows(quads: Iterable[Quad]) -> list[ResultRow]:
             continue
         rows.append(row)
     return sorted(rows, key=lambda r: (r.start, r.end))
+
+
+def _text(term: Any) -> str:
+    """A term's lexical value (our graphs hold no RDF-star triple terms)."""
+    return str(term.value)
 
 
 def _number(value: str | None) -> float | None:
@@ -283,7 +288,7 @@ class IndexedResults:
         labels = self._labels(i for k in boards for i in k)
         tasks = {k: _top_task(c) for k, c in boards.items()}
         task_labels = self._labels(t for t in tasks.values() if t)
-        items = []
+        items: list[dict[str, Any]] = []
         for (d, m), c in boards.items():
             top = tasks[(d, m)]
             items.append(
@@ -313,9 +318,11 @@ class IndexedResults:
         )
         return {(d, m) for d, m in rows}
 
-    def leaderboard(self, dataset: str, metric: str) -> dict[str, Any] | None:
+    def leaderboard(self, dataset: str | None, metric: str | None) -> dict[str, Any] | None:
         """One leaderboard, best first by the metric's direction; None when empty."""
-        rows = self.db.execute(
+        if dataset is None or metric is None:
+            return None
+        rows: list[Any] = self.db.execute(
             _SELECT_ROWS + f"WHERE r.dataset = ? AND r.metric = ? AND {_BOARD}",
             (dataset, metric),
         ).fetchall()
