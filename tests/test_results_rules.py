@@ -90,3 +90,11 @@ def test_gains_of_and_coordinated_gains_are_relative(extractor) -> None:  # noqa
     )
     assert found["3.41%"].relative
     assert found["7.34%"].relative and found["1.04%"].relative
+
+
+def test_a_hyphenated_judgement_is_not_part_of_the_metric(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooGen. On ImageNet 256x256, FooGen achieves a state-of-the-art FID of 1.35.",
+    )
+    assert _metric(found["1.35"]) == "FID"

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from spacy.tokens import Doc, Span
 
 from kg.extraction.canonical import canonical_key, display_label
-from kg.extraction.results import BARE_NUMBER
+from kg.extraction.values import BARE_NUMBER
 from kg.model import Claim, Entity, EntityType, Result, Value
 from kg.reading import latex
 

@@ -28,13 +28,13 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span, Token
 from spacy.util import registry
 
+from kg.extraction.result_datasets import declared, find_dataset
 from kg.extraction.spans import LEADING_DROP
-from kg.extraction.values import find_values
+from kg.extraction.values import BARE_NUMBER, find_values
 
 if not Doc.has_extension("kg_results"):
     Doc.set_extension("kg_results", default=None)
 
-BARE_NUMBER = re.compile(r"[+\-−±]?\d+(?:\.\d+)?")
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _COMPARATIVES = frozenset(["less", "more", "fewer", "greater", "higher", "lower", "rather"])
 _AT_K = re.compile(r"(?:pass|recall|hit|acc|precision|ndcg|success)@\d+", re.IGNORECASE)
@@ -133,65 +133,13 @@ class ResultFinder:
             )
         ):
             start += 1
+        # "state-of-the-art FID": a hyphenated judgement is dropped whole
+        glued = start
+        while glued + 2 < end and doc[glued + 1].text == "-" and not doc[glued].whitespace_:
+            glued += 2
+        if glued > start and doc[start : glued + 1].text.lower() in self.metric_drop:
+            start = glued + 1
         return doc[start:end]
-
-    def _name_run(self, doc: Doc, i: int, sent: Span) -> Span | None:
-        """A benchmark-like name starting at token i: "ImageNet-256x256", "SWE-bench
-        Verified", "the MATH-500 benchmark" (capitals or digits, not a number alone)."""
-        while i < sent.end and doc[i].lower_ in ("the", "a", "standard", "challenging"):
-            i += 1
-        start = j = i
-        while j < sent.end and j < start + 6:
-            tok = doc[j]
-            named = any(c.isupper() for c in tok.text) or (
-                any(c.isdigit() for c in tok.text) and any(c.isalpha() for c in tok.text)
-            )
-            if named or (tok.text in "-/." and j > start and not doc[j - 1].whitespace_):
-                j += 1
-                continue
-            break
-        if j == start or BARE_NUMBER.fullmatch(doc[start:j].text):
-            return None
-        # "the MBPP benchmark" names MBPP: the head word stays out of the name
-        return doc[start:j]
-
-    def _dataset(self, doc: Doc, span: Span, metric: Span | None, sent: Span) -> Span | None:
-        """Where the number was measured, by position: "… 47.7 mAP on COCO", "On
-        ImageNet-256, X achieves 1.99 FID", "On benchmarks such as AIME 2025, X
-        reaches …"; the nearest recognised dataset otherwise."""
-        after = max(span.end, metric.end if metric is not None else span.end)
-        for i in range(after, min(sent.end, after + 8)):
-            tok = doc[i]
-            if tok.text in ";" or (tok.like_num and i > after):
-                break
-            if tok.lower_ in self.dataset_cues:
-                found = self._name_run(doc, i + 1, sent)
-                if found is not None:
-                    return found
-                break
-        if doc[sent.start].lower_ in ("on", "across"):
-            found = self._name_run(doc, sent.start + 1, sent)
-            if found is not None:
-                return found
-            # The opening phrase up to its comma: "On challenging benchmarks such as
-            # AIME 2025, …" names the dataset after "such as"/"including"
-            for i in range(sent.start + 1, min(sent.end - 1, sent.start + 12)):
-                if doc[i].text == ",":
-                    break
-                if doc[i].lower_ == "including" or (
-                    doc[i].lower_ == "as" and doc[i - 1].lower_ == "such"
-                ):
-                    return self._name_run(doc, i + 1, sent)
-        return None
-
-    def _declared(self, doc: Doc, dataset: Span | None, sent: Span) -> bool:
-        """Whether the text calls the name a dataset: "the WikiTQ dataset", "the
-        MBPP benchmark" (then it is one even if the paper introduces it)."""
-        return (
-            dataset is not None
-            and dataset.end < sent.end
-            and doc[dataset.end].lower_ in self.dataset_heads
-        )
 
     def _right(self, doc: Doc, end: int, sent: Span, metric_tokens: set[int]) -> Span | None:
         i = end
@@ -437,7 +385,7 @@ class ResultFinder:
             for (span, metric, _unit, bare), rel in zip(marks, relative, strict=True):
                 if bare and metric is None:
                     continue
-                dataset = self._dataset(doc, span, metric, sent)
+                dataset = find_dataset(doc, span, metric, sent, self.dataset_cues)
                 found.append(
                     (
                         *chars[span.start],
@@ -447,7 +395,7 @@ class ResultFinder:
                         self._baseline(doc, span, sent),
                         dataset.start if dataset is not None else -1,
                         dataset.end if dataset is not None else -1,
-                        self._declared(doc, dataset, sent),
+                        declared(doc, dataset, sent, self.dataset_heads),
                     )
                 )
         doc._.kg_results = found
