@@ -26,7 +26,7 @@ from pyoxigraph import NamedNode, Quad
 
 from kg.store.embedded import GraphStore
 from kg.store.index import DERIVED_UPDATE, Index
-from kg.store.index.results import write_taxonomy
+from kg.store.index.result_rows import write_taxonomy
 from kg.store.queries import rows, run
 from kg.vocab import BASE, ID_PREFIX, SKOS
 

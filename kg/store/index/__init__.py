@@ -25,7 +25,7 @@ from kg.mapping.papers import ENTITIES_GRAPH, PaperQuads
 from kg.store.common import GraphStore
 from kg.store.index import read as ix
 from kg.store.index.db import SCHEMA_VERSION, Index, IndexError_
-from kg.store.index.results import write_taxonomy
+from kg.store.index.result_rows import write_taxonomy
 from kg.store.index.rows import EntityInfo, PaperRow, entity_infos, paper_row
 from kg.store.queries import default_registry
 from kg.vocab import paper_graph, paper_iri

@@ -33,8 +33,9 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from itertools import permutations
 from pathlib import Path
+from uuid import uuid4
 
-from kg.store.index.results import RESULTS_SCHEMA, add_results, remove_results
+from kg.store.index.result_rows import RESULTS_SCHEMA, add_results, remove_results
 from kg.store.index.rows import RELATION_TYPE, EntityInfo, PaperRow
 
 SCHEMA_VERSION = "4"
@@ -111,6 +112,8 @@ class Index:
                 db = self._wdb = self._connect()
                 db.executescript(SCHEMA)  # commits on its own: not inside _writer
                 _upgrade(db)
+                # Which file this is: a rebuilt index is another file with the same path.
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('instance', ?)", (uuid4().hex,))
         if self.version() != SCHEMA_VERSION:
             # Tables of another version may be missing or mean something else.
             self.trusted = False

@@ -1,54 +1,34 @@
 """Results in the index: leaderboards, related papers and comparisons without a scan.
 
-Tables (in the same SQLite file as :mod:`kg.store.index.db`):
-
-* ``results`` — one row per ``kg:Result`` of a paper, with its value, metric,
-  dataset, task, method, roles and claim, added and removed with the paper's
-  other rows (:func:`add_results`, :func:`remove_results`);
-* ``taxonomy`` — the ``skos:broader`` links of the taxonomy graph, replaced whole
-  whenever :func:`kg.store.taxonomy.derive_taxonomy` replaces that graph.
-
 :class:`IndexedResults` answers the questions of
-:class:`kg.read.results.ResultsIndex` in the same shapes from these tables and
-the index's ``papers``, ``entities``, ``names`` and ``links``: a leaderboard is
-one indexed lookup, related papers one join over the paper's links, so nothing
-has to be built after a start or a write.
+:class:`kg.read.results.ResultsIndex` in the same shapes from the index's
+``results`` and ``taxonomy`` tables (:mod:`kg.store.index.result_rows`) and its
+``papers``, ``entities``, ``names`` and ``links``: a leaderboard is one indexed
+lookup, related papers one join over the paper's links, so nothing has to be
+built after a start or a write. Answers are remembered until a write changes
+the results.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-import sqlite3
+import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterable
-from contextlib import suppress
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, unquote
-
-from pyoxigraph import Quad
 
 from kg import schema
 from kg.mapping.directions import key_direction
 from kg.model import EntityType
+from kg.store.index.result_rows import GENERATION
 from kg.vocab import ID_PREFIX, KG
 
 if TYPE_CHECKING:
     from kg.store.index.db import Index
 
-RESULTS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS results (
-  pid INTEGER NOT NULL, paper_id TEXT NOT NULL, number REAL, unit TEXT, text TEXT NOT NULL,
-  vstart INTEGER NOT NULL, vend INTEGER NOT NULL, metric TEXT, dataset TEXT, task TEXT,
-  method TEXT, proposed INTEGER NOT NULL, relative INTEGER NOT NULL,
-  claim_text TEXT NOT NULL, claim_start INTEGER NOT NULL, claim_end INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS results_paper ON results (pid);
-CREATE INDEX IF NOT EXISTS results_board ON results (dataset, metric)
-  WHERE relative = 0 AND number IS NOT NULL AND dataset IS NOT NULL AND metric IS NOT NULL;
-CREATE TABLE IF NOT EXISTS taxonomy (
-  narrower TEXT NOT NULL, broader TEXT NOT NULL, PRIMARY KEY (narrower, broader)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS taxonomy_broader ON taxonomy (broader, narrower);
-"""
+T = TypeVar("T")
 
 TASK, METHOD, DATASET, METRIC = (
     schema.kind(t.value).segment
@@ -63,125 +43,6 @@ COMPARE_ROLES = tuple(
 RELATED_RELATIONS = tuple(KG[r.name].value for k, r in schema.relations() if k.segment != METRIC)
 """What relatedness counts: what the papers are about, build on and evaluate on."""
 
-_RESULT_PROPS = {
-    KG.inPaper.value: "paper",
-    KG.isProposed.value: "proposed",
-    KG.isRelative.value: "relative",
-    KG.resultValue.value: "value",
-    KG.fromClaim.value: "claim",
-    KG.resultMetric.value: "metric",
-    KG.resultDataset.value: "dataset",
-    KG.resultTask.value: "task",
-    KG.resultMethod.value: "method",
-    KG.valueText.value: "text",
-    KG.text.value: "text",
-    KG.start.value: "start",
-    KG.end.value: "end",
-    KG.numericValue.value: "number",
-    KG.unit.value: "unit",
-}
-
-
-@dataclass(slots=True)
-class ResultRow:
-    """One result as the ``results`` table keeps it."""
-
-    number: float | None
-    unit: str | None
-    text: str
-    start: int
-    end: int
-    metric: str | None
-    dataset: str | None
-    task: str | None
-    method: str | None
-    proposed: bool
-    relative: bool
-    claim_text: str
-    claim_start: int
-    claim_end: int
-
-
-def result_rows(quads: Iterable[Quad]) -> list[ResultRow]:
-    """The results of one paper from the quads of its graph (what ``results.rq``
-    reads: a result without its value's or claim's text and offsets is left out)."""
-    results: list[str] = []
-    props: dict[str, dict[str, str]] = defaultdict(dict)
-    for q in quads:
-        p = q.predicate.value
-        if p == KG.reportsResult.value:
-            results.append(_text(q.object))
-        elif p in _RESULT_PROPS:
-            props[_text(q.subject)][_RESULT_PROPS[p]] = _text(q.object)
-    rows = []
-    for iri in results:
-        r = props.get(iri, {})
-        v, c = props.get(r.get("value", ""), {}), props.get(r.get("claim", ""), {})
-        try:
-            row = ResultRow(
-                _number(v.get("number")), v.get("unit"), v["text"], int(v["start"]),
-                int(v["end"]), r.get("metric"), r.get("dataset"), r.get("task"),
-                r.get("method"), r["proposed"] == "true", r["relative"] == "true",
-                c["text"], int(c["start"]), int(c["end"]),
-            )  # fmt: skip
-        except (KeyError, ValueError):
-            continue
-        rows.append(row)
-    return sorted(rows, key=lambda r: (r.start, r.end))
-
-
-def _text(term: Any) -> str:
-    """A term's lexical value (our graphs hold no RDF-star triple terms)."""
-    return str(term.value)
-
-
-def _number(value: str | None) -> float | None:
-    if value is None:
-        return None
-    with suppress(ValueError):
-        return float(value)
-    return None
-
-
-def add_results(db: sqlite3.Connection, pid: int, paper_id: str, rows: list[ResultRow]) -> None:
-    """Add a paper's result rows (inside the index's write transaction)."""
-    db.executemany(
-        "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        [
-            (
-                pid,
-                paper_id,
-                r.number,
-                r.unit,
-                r.text,
-                r.start,
-                r.end,
-                r.metric,
-                r.dataset,
-                r.task,
-                r.method,
-                int(r.proposed),
-                int(r.relative),
-                r.claim_text,
-                r.claim_start,
-                r.claim_end,
-            )  # fmt: skip
-            for r in rows
-        ],
-    )
-
-
-def remove_results(db: sqlite3.Connection, pid: int) -> None:
-    """Take a paper's result rows out."""
-    db.execute("DELETE FROM results WHERE pid=?", (pid,))
-
-
-def write_taxonomy(index: Index, links: Iterable[tuple[str, str]]) -> None:
-    """Replace the ``taxonomy`` table with these ``(narrower, broader)`` links."""
-    with index._writer() as db:
-        db.execute("DELETE FROM taxonomy")
-        db.executemany("INSERT OR IGNORE INTO taxonomy VALUES (?, ?)", list(links))
-
 
 _BOARD = "relative = 0 AND number IS NOT NULL AND dataset IS NOT NULL AND metric IS NOT NULL"
 _SELECT_ROWS = (
@@ -191,12 +52,49 @@ _SELECT_ROWS = (
 )
 
 
+_MEMO: dict[tuple[Any, ...], Any] = {}
+_MEMO_LOCK = threading.Lock()
+_MEMO_SIZE = 512
+
+
+def _memo(method: Callable[..., T]) -> Callable[..., T]:
+    """Remember a method's answers while the index's results generation (and file)
+    stays the same: a write bumps it, so an answer is never older than the data.
+    Callers must not change what they are given."""
+
+    @functools.wraps(method)
+    def wrapper(self: IndexedResults, *args: Any, **kwargs: Any) -> T:
+        # an iterable argument (compare's papers) is read once, as a tuple
+        args = tuple(a if isinstance(a, str | int | float | None) else tuple(a) for a in args)
+        key = (self.path, self.generation, method.__name__, args, tuple(sorted(kwargs.items())))
+        with _MEMO_LOCK:
+            if key in _MEMO:
+                return _MEMO[key]  # type: ignore[no-any-return]
+        found = method(self, *args, **kwargs)
+        with _MEMO_LOCK:
+            if len(_MEMO) >= _MEMO_SIZE:
+                _MEMO.clear()
+            _MEMO[key] = found
+        return found
+
+    return wrapper
+
+
 class IndexedResults:
     """The results read model over the index: the methods of
-    :class:`kg.read.results.ResultsIndex`, answered by SQL on each call."""
+    :class:`kg.read.results.ResultsIndex`, answered by SQL (and remembered until
+    the next write changes the results)."""
 
     def __init__(self, index: Index) -> None:
         self.db = index.reader()
+        row = self.db.execute(
+            "SELECT (SELECT value FROM meta WHERE key='instance'), "
+            "(SELECT n FROM counts WHERE key=?)",
+            (GENERATION,),
+        ).fetchone()
+        # The file (a rebuilt index is another one at the same path) and its results' state
+        self.path = f"{index.path}#{row[0]}"
+        self.generation = row[1] or 0
 
     # ------------------------------------------------------------ helpers
 
@@ -218,6 +116,7 @@ class IndexedResults:
                 out[iri] = label
         return out
 
+    @_memo
     def find(self, segment: str, value: str) -> str | None:
         """The IRI of an entity given as an IRI, ``segment/key``, key, label or alias."""
         type_name = segment.capitalize()
@@ -250,6 +149,7 @@ class IndexedResults:
         pid = row[0] if row else unquote(iri.rsplit("/", 1)[-1])
         return {"id": pid, "title": row[1] if row else None, "href": f"/papers/{pid}"}
 
+    @_memo
     def with_narrower(self, task: str) -> set[str]:
         """A task and every task below it in the taxonomy."""
         rows = self.db.execute(
@@ -261,6 +161,7 @@ class IndexedResults:
 
     # ------------------------------------------------------------ leaderboards
 
+    @_memo
     def leaderboards(
         self,
         *,
@@ -318,6 +219,7 @@ class IndexedResults:
         )
         return {(d, m) for d, m in rows}
 
+    @_memo
     def leaderboard(self, dataset: str | None, metric: str | None) -> dict[str, Any] | None:
         """One leaderboard, best first by the metric's direction; None when empty."""
         if dataset is None or metric is None:
@@ -354,6 +256,7 @@ class IndexedResults:
 
     # ------------------------------------------------------------ related papers
 
+    @_memo
     def related(self, paper: str, limit: int) -> list[dict[str, Any]] | None:
         """Papers sharing tasks, methods or datasets, by summed IDF; None if unknown."""
         found = self.db.execute("SELECT pid FROM papers WHERE iri=?", (paper,)).fetchone()
@@ -364,9 +267,10 @@ class IndexedResults:
         rows = self.db.execute(
             "WITH mine(eid) AS (SELECT DISTINCT eid FROM links WHERE pid = ? "
             f"AND rel IN ({rels})) "
+            # an entity of a related kind has only related links: no filter needed here
             "SELECT DISTINCT l.pid, m.eid FROM mine m JOIN links l ON l.eid = m.eid "
-            f"WHERE l.pid != ? AND l.rel IN ({rels})",
-            (found[0], *RELATED_RELATIONS, found[0], *RELATED_RELATIONS),
+            "WHERE l.pid != ?",
+            (found[0], *RELATED_RELATIONS, found[0]),
         ).fetchall()
         eids = {eid for _, eid in rows}
         info = {}
@@ -404,6 +308,7 @@ class IndexedResults:
 
     # ------------------------------------------------------------ comparison
 
+    @_memo
     def compare(self, papers: Iterable[str]) -> list[dict[str, Any]]:
         """Each paper's tasks, proposed methods, datasets, metrics and results."""
         out = []
@@ -453,6 +358,7 @@ class IndexedResults:
             )
         return out
 
+    @_memo
     def task_tree(self, task: str) -> dict[str, list[dict[str, Any]]]:
         """The nodes directly broader and narrower than a task (or method)."""
         out = {}
@@ -474,6 +380,7 @@ def _top_task(counts: Counter[str | None]) -> str | None:
     return min(named)[1] if named else None
 
 
+@functools.lru_cache(maxsize=4096)
 def _direction(metric: str) -> bool | None:
     return key_direction(unquote(metric.rsplit("/", 1)[-1]))
 

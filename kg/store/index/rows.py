@@ -16,7 +16,7 @@ from typing import Any
 from pyoxigraph import NamedNode, Quad
 
 from kg import schema
-from kg.store.index.results import ResultRow, result_rows
+from kg.store.index.result_rows import ResultRow, result_rows
 from kg.vocab import DCTERMS, KG, RDF, SKOS
 
 RELATION_TYPE = {KG[r.name].value: k.name for k, r in schema.relations()}
