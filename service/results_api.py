@@ -72,6 +72,15 @@ def resolve(
     return iri
 
 
+def paper_of(request: Request, index: ResultsIndex | IndexedResults, given: str) -> str:
+    """The paper IRI an id names: a paper's own id (looked up in the read model,
+    no store query), else the id its source gave it (``kg:sourceId``)."""
+    iri = paper_iri(given).value
+    if index.has_paper(iri):
+        return iri
+    return paper_iri(resolve_paper_id(get_store(request), given)).value
+
+
 def _page(request: Request, items: list[Any], limit: int, offset: int) -> dict[str, Any]:
     total = len(items)
 
@@ -138,8 +147,7 @@ def related_papers(
     """Papers sharing tasks, methods or datasets, by summed IDF of what they
     share (rare entities weigh more), each with the shared entities; never itself."""
     index = results_index(request)
-    # The id may be the one the paper's source gave (kg:sourceId).
-    iri = paper_iri(resolve_paper_id(get_store(request), paper_id)).value
+    iri = paper_of(request, index, paper_id)
     items = index.related(iri, limit)
     if items is None:
         raise NotFound(f"no paper {paper_id!r}", parameter="paper_id")
@@ -161,8 +169,7 @@ def compare(
     if len(ids) > MAX_COMPARE:
         raise InvalidParameter(f"at most {MAX_COMPARE} papers", parameter="papers")
     index = results_index(request)
-    store = get_store(request)
-    iris = {p: paper_iri(resolve_paper_id(store, p)).value for p in ids}
+    iris = {p: paper_of(request, index, p) for p in ids}
     missing = [p for p in ids if not index.has_paper(iris[p])]
     if missing:
         raise NotFound(f"no paper {', '.join(map(repr, missing))}", parameter="papers")

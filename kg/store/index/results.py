@@ -137,7 +137,9 @@ class IndexedResults:
 
     def has_paper(self, iri: str) -> bool:
         """Whether the paper is in the index."""
-        return self.db.execute("SELECT 1 FROM papers WHERE iri=?", (iri,)).fetchone() is not None
+        return (
+            self.db.execute("SELECT 1 FROM papers WHERE id=?", (_id(iri),)).fetchone() is not None
+        )
 
     def ref(self, iri: str | None) -> dict[str, Any] | None:
         """``{iri, label}`` of an entity, or None."""
@@ -145,7 +147,7 @@ class IndexedResults:
 
     def paper_ref(self, iri: str) -> dict[str, Any]:
         """``{id, title, href}`` of a paper."""
-        row = self.db.execute("SELECT id, title FROM papers WHERE iri=?", (iri,)).fetchone()
+        row = self.db.execute("SELECT id, title FROM papers WHERE id=?", (_id(iri),)).fetchone()
         pid = row[0] if row else unquote(iri.rsplit("/", 1)[-1])
         return {"id": pid, "title": row[1] if row else None, "href": f"/papers/{pid}"}
 
@@ -259,7 +261,7 @@ class IndexedResults:
     @_memo
     def related(self, paper: str, limit: int) -> list[dict[str, Any]] | None:
         """Papers sharing tasks, methods or datasets, by summed IDF; None if unknown."""
-        found = self.db.execute("SELECT pid FROM papers WHERE iri=?", (paper,)).fetchone()
+        found = self.db.execute("SELECT pid FROM papers WHERE id=?", (_id(paper),)).fetchone()
         if found is None:
             return None
         n = max(self.db.execute("SELECT COUNT(*) FROM papers").fetchone()[0], 1)
@@ -313,7 +315,7 @@ class IndexedResults:
         """Each paper's tasks, proposed methods, datasets, metrics and results."""
         out = []
         for iri in papers:
-            found = self.db.execute("SELECT pid FROM papers WHERE iri=?", (iri,)).fetchone()
+            found = self.db.execute("SELECT pid FROM papers WHERE id=?", (_id(iri),)).fetchone()
             if found is None:
                 continue
             roles: dict[str, list[dict[str, Any]]] = {role: [] for role in COMPARE_ROLES}
@@ -383,6 +385,11 @@ def _top_task(counts: Counter[str | None]) -> str | None:
 @functools.lru_cache(maxsize=4096)
 def _direction(metric: str) -> bool | None:
     return key_direction(unquote(metric.rsplit("/", 1)[-1]))
+
+
+def _id(iri: str) -> str:
+    """A paper's id from its IRI (``papers.id`` is indexed, ``papers.iri`` is not)."""
+    return unquote(iri.rsplit("/", 1)[-1])
 
 
 def _key(iri: str) -> str:
