@@ -196,6 +196,31 @@ class Result:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class Hypernym:
+    """The text says one method is a kind of another: "GRPO, a policy-gradient method".
+
+    ``start``/``end`` span the words that say it, in the abstract; ``cue`` names the
+    form ("appositive", "copula", "such as", "including")."""
+
+    narrower: Entity
+    broader: Entity
+    cue: str
+    start: int
+    end: int
+    sentence_start: int
+    sentence_end: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "narrower": {"label": self.narrower.label, "iri": self.narrower.iri},
+            "broader": {"label": self.broader.label, "iri": self.broader.iri},
+            "cue": self.cue,
+            "start": self.start,
+            "end": self.end,
+        }
+
+
 @dataclass(slots=True)
 class PaperExtraction:
     """Everything extracted from one paper."""
@@ -205,6 +230,8 @@ class PaperExtraction:
     claims: list[Claim]
     extractor_version: str
     results: list[Result] = field(default_factory=list)
+    hypernyms: list[Hypernym] = field(default_factory=list)
+    """Method taxonomy links the text states (see :mod:`kg.extraction.hypernyms`)."""
 
     def of_type(self, kind: EntityType, *, proposed: bool | None = None) -> list[Entity]:
         """The entities of one type, optionally only the proposed (or not proposed) ones."""
@@ -232,4 +259,5 @@ class PaperExtraction:
             out[relation.key] = js(self.of_type(EntityType(kind.name), proposed=proposed))
         out["claims"] = [c.to_json() for c in self.claims]
         out["results"] = [r.to_json() for r in self.results]
+        out["broader"] = [h.to_json() for h in self.hypernyms]
         return out

@@ -93,6 +93,9 @@ KG = _Namespace(
         "isProposed",
         "isRelative",
         "higherIsBetter",
+        # method taxonomy
+        "TaxonomyStatement",
+        "cue",
     ),
 )
 

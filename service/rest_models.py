@@ -165,10 +165,13 @@ class EntityDetail(EntityRef):
     papers: list[EntityPaper]
     related: Related  # type: ignore[valid-type]
     broader: list[EntityRef] | None = Field(
-        None, description="Tasks only: the tasks directly broader (skos:broader)"
+        None,
+        description="Tasks and methods: the nodes directly broader (skos:broader); "
+        "a method's only where a paper's text says so",
     )
     narrower: list[EntityRef] | None = Field(
-        None, description="Tasks only: the tasks directly narrower (skos:narrower)"
+        None,
+        description="Tasks and methods: the nodes directly narrower (skos:narrower)",
     )
 
 

@@ -6,10 +6,12 @@ the metric's direction, each row with its claim's offsets into the abstract;
 ``GET /papers/{id}/related`` ranks papers by the IDF of the tasks, methods and
 datasets they share; ``GET /compare?papers=a,b`` puts papers side by side.
 
-All of them answer from :class:`kg.results_index.ResultsIndex`, which reads the
-store through named queries once per store generation (every write through the
-service bumps it; a remote store is re-read every :data:`STALE_AFTER` seconds).
-The index is the one place to swap for a precomputed one.
+All of them answer from the store's index when it is in step with the store
+(:class:`kg.store.index.results.IndexedResults`: lookups, nothing to build after
+a start or a write); otherwise from :class:`kg.read.results.ResultsIndex`, which
+reads the store through named queries once per store generation (every write
+through the service bumps it; a remote store is re-read every
+:data:`STALE_AFTER` seconds).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 
 from kg.read.papers import resolve_paper_id
-from kg.read.results import ResultsIndex, ResultsIndexCache
+from kg.read.results import ResultsIndex, ResultsIndexCache, indexed_results
+from kg.store.index.results import IndexedResults
 from kg.vocab import paper_iri
 from service.deps import get_store
 from service.errors import InvalidParameter, NotFound
@@ -41,9 +44,12 @@ Filter = Annotated[
 ]
 
 
-def results_index(request: Request) -> ResultsIndex:
-    """The results index of the store this request sees."""
+def results_index(request: Request) -> ResultsIndex | IndexedResults:
+    """The results read model of the store this request sees."""
     store = get_store(request)
+    indexed = indexed_results(store)
+    if indexed is not None:
+        return indexed
     pool = getattr(request.app.state, "query_pool", None)
     generation = getattr(pool, "generation", None)
     token: object = (
@@ -54,7 +60,9 @@ def results_index(request: Request) -> ResultsIndex:
     return _cache.get(store, token)
 
 
-def resolve(index: ResultsIndex, segment: str, value: str | None, parameter: str) -> str | None:
+def resolve(
+    index: ResultsIndex | IndexedResults, segment: str, value: str | None, parameter: str
+) -> str | None:
     """The IRI an entity filter names (IRI, ``type/key``, key, label or alias); 404 if none."""
     if value is None:
         return None
@@ -62,6 +70,15 @@ def resolve(index: ResultsIndex, segment: str, value: str | None, parameter: str
     if iri is None:
         raise NotFound(f"no {segment} {value!r}", parameter=parameter)
     return iri
+
+
+def paper_of(request: Request, index: ResultsIndex | IndexedResults, given: str) -> str:
+    """The paper IRI an id names: a paper's own id (looked up in the read model,
+    no store query), else the id its source gave it (``kg:sourceId``)."""
+    iri = paper_iri(given).value
+    if index.has_paper(iri):
+        return iri
+    return paper_iri(resolve_paper_id(get_store(request), given)).value
 
 
 def _page(request: Request, items: list[Any], limit: int, offset: int) -> dict[str, Any]:
@@ -130,8 +147,7 @@ def related_papers(
     """Papers sharing tasks, methods or datasets, by summed IDF of what they
     share (rare entities weigh more), each with the shared entities; never itself."""
     index = results_index(request)
-    # The id may be the one the paper's source gave (kg:sourceId).
-    iri = paper_iri(resolve_paper_id(get_store(request), paper_id)).value
+    iri = paper_of(request, index, paper_id)
     items = index.related(iri, limit)
     if items is None:
         raise NotFound(f"no paper {paper_id!r}", parameter="paper_id")
@@ -153,9 +169,8 @@ def compare(
     if len(ids) > MAX_COMPARE:
         raise InvalidParameter(f"at most {MAX_COMPARE} papers", parameter="papers")
     index = results_index(request)
-    store = get_store(request)
-    iris = {p: paper_iri(resolve_paper_id(store, p)).value for p in ids}
-    missing = [p for p in ids if iris[p] not in index.papers]
+    iris = {p: paper_of(request, index, p) for p in ids}
+    missing = [p for p in ids if not index.has_paper(iris[p])]
     if missing:
         raise NotFound(f"no paper {', '.join(map(repr, missing))}", parameter="papers")
     return JSONResponse({"items": index.compare(dict.fromkeys(iris[p] for p in ids))})

@@ -28,6 +28,7 @@ EXTRACT_KEYS = {
     "metrics",
     "claims",
     "results",
+    "broader",
 }
 RESULT_KEYS = {"value", "metric", "dataset", "task", "method", "proposed", "relative", "claim"}
 ENTITY_KEYS = {"label", "iri", "mentions"}

@@ -113,6 +113,7 @@ def test_to_json_keys(papers) -> None:  # noqa: ANN001
         "metrics",
         "claims",
         "results",
+        "broader",
     }
 
 

@@ -99,9 +99,9 @@ def test_results_f1_on_iclr_dev(extractor, tmp_path: Path) -> None:  # noqa: ANN
         check=True,
     )
     f1 = float(run.stdout.strip().rsplit("results_f1=", 1)[1])
-    # 0.650 with extractor 0.4.0; the 0.5.0 typer retypes one metric (tp 13, fp 3): 0.634.
-    # The issue's target is 0.65: this floor guards against regressions, not the target.
-    assert f1 >= 0.63, run.stdout
+    # 0.634 with extractor 0.5.0; 0.739 with 0.5.1's attribution rules (tp 17, fp 4,
+    # fn 8; iclr-train 0.773, the sample 0.778). The issue's target is 0.65.
+    assert f1 >= 0.73, run.stdout
 
 
 def test_a_value_glued_to_a_full_stop_keeps_its_own_characters(extractor) -> None:  # noqa: ANN001

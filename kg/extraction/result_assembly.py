@@ -15,7 +15,7 @@ from collections.abc import Callable
 from spacy.tokens import Doc, Span
 
 from kg.extraction.canonical import canonical_key, display_label
-from kg.extraction.results import BARE_NUMBER
+from kg.extraction.values import BARE_NUMBER
 from kg.model import Claim, Entity, EntityType, Result, Value
 from kg.reading import latex
 
@@ -36,7 +36,7 @@ def assemble_results(
     proposed = [e for e in entities if e.proposed]
     resolve = _Resolver(cleaned, entities, identity)
     results: list[Result] = []
-    for vs_c, ve_c, ms, me, relative, baseline, ds, de in doc._.kg_results or []:
+    for vs_c, ve_c, ms, me, relative, baseline, ds, de, declared in doc._.kg_results or []:
         vs, ve = cleaned.to_original(vs_c, ve_c)
         index = next((i for i, c in enumerate(claims) if c.start <= vs and ve <= c.end), None)
         if index is None:
@@ -59,7 +59,7 @@ def assemble_results(
                 claim.sentence_start <= m.start and m.end <= claim.sentence_end for m in e.mentions
             )
         ]
-        dataset = resolve(doc[ds:de], EntityType.DATASET) if ds >= 0 else None
+        dataset = resolve(doc[ds:de], EntityType.DATASET, declared) if ds >= 0 else None
         dataset = dataset or _nearest(in_sentence, EntityType.DATASET, vs)
         task = _nearest(in_sentence, EntityType.TASK, vs)
         if baseline:
@@ -105,7 +105,7 @@ class _Resolver:
         self.identity = identity
         self.by_key = {(e.type, e.key): e for e in entities}
 
-    def __call__(self, span: Span, kind: EntityType) -> Entity | None:
+    def __call__(self, span: Span, kind: EntityType, declared: bool = False) -> Entity | None:
         from kg.vocab import entity_iri
 
         start, end = self.cleaned.to_original(span.start_char, span.end_char)
@@ -125,7 +125,7 @@ class _Resolver:
         )
         if found is not None:
             return found
-        if kind is EntityType.DATASET and any(e.proposed for e in covering):
+        if kind is EntityType.DATASET and not declared and any(e.proposed for e in covering):
             return None  # "on X" naming the paper's own method is no dataset
         key, label, aliases = self.identity(span)
         if not key:

@@ -28,13 +28,13 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span, Token
 from spacy.util import registry
 
+from kg.extraction.result_datasets import declared, find_dataset
 from kg.extraction.spans import LEADING_DROP
-from kg.extraction.values import find_values
+from kg.extraction.values import BARE_NUMBER, find_values
 
 if not Doc.has_extension("kg_results"):
     Doc.set_extension("kg_results", default=None)
 
-BARE_NUMBER = re.compile(r"[+\-−±]?\d+(?:\.\d+)?")
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _COMPARATIVES = frozenset(["less", "more", "fewer", "greater", "higher", "lower", "rather"])
 _AT_K = re.compile(r"(?:pass|recall|hit|acc|precision|ndcg|success)@\d+", re.IGNORECASE)
@@ -53,7 +53,9 @@ class ResultFinder:
     """Marks every value of a claim sentence with its metric tokens and its role.
 
     Writes ``doc._.kg_results``: ``(value start char, value end char, metric start
-    token, metric end token, relative, baseline)`` tuples, -1 for no metric.
+    token, metric end token, relative, baseline, dataset start token, dataset end
+    token, dataset declared)`` tuples, -1 for no metric or dataset; "declared" when
+    the text calls the dataset one ("the WikiTQ dataset").
     Plain tuples survive the pickling of ``n_process > 1``.
     """
 
@@ -69,6 +71,11 @@ class ResultFinder:
         self.bridge_before = frozenset(words["bridge_before"])
         self.baseline_before = frozenset(words["baseline_before"])
         self.improvement = frozenset(words["improvement_words"])
+        self.change_verbs = frozenset(words["change_verbs"])
+        self.dataset_heads = frozenset(words["dataset_heads"])
+        self.vague = frozenset(words["vague_measures"])
+        # The head tokens of the recognised tasks of the document being read.
+        self.task_tokens: set[int] = set()
         self.metric_drop = frozenset(words["metric_drop"])
         self.dataset_cues = frozenset(words["dataset_cues"])
         self.not_units = frozenset(words["not_units"])
@@ -126,44 +133,13 @@ class ResultFinder:
             )
         ):
             start += 1
+        # "state-of-the-art FID": a hyphenated judgement is dropped whole
+        glued = start
+        while glued + 2 < end and doc[glued + 1].text == "-" and not doc[glued].whitespace_:
+            glued += 2
+        if glued > start and doc[start : glued + 1].text.lower() in self.metric_drop:
+            start = glued + 1
         return doc[start:end]
-
-    def _name_run(self, doc: Doc, i: int, sent: Span) -> Span | None:
-        """A benchmark-like name starting at token i: "ImageNet-256x256", "SWE-bench
-        Verified", "the MATH-500 benchmark" (capitals or digits, not a number alone)."""
-        while i < sent.end and doc[i].lower_ in ("the", "a", "standard", "challenging"):
-            i += 1
-        start = j = i
-        while j < sent.end and j < start + 6:
-            tok = doc[j]
-            named = any(c.isupper() for c in tok.text) or (
-                any(c.isdigit() for c in tok.text) and any(c.isalpha() for c in tok.text)
-            )
-            if named or (tok.text in "-/." and j > start and not doc[j - 1].whitespace_):
-                j += 1
-                continue
-            break
-        if j == start or BARE_NUMBER.fullmatch(doc[start:j].text):
-            return None
-        # "the MBPP benchmark" names MBPP: the head word stays out of the name
-        return doc[start:j]
-
-    def _dataset(self, doc: Doc, span: Span, metric: Span | None, sent: Span) -> Span | None:
-        """Where the number was measured, by position: "… 47.7 mAP on COCO", "On
-        ImageNet-256, X achieves 1.99 FID"; the nearest recognised dataset otherwise."""
-        after = max(span.end, metric.end if metric is not None else span.end)
-        for i in range(after, min(sent.end, after + 8)):
-            tok = doc[i]
-            if tok.text in ";" or (tok.like_num and i > after):
-                break
-            if tok.lower_ in self.dataset_cues:
-                found = self._name_run(doc, i + 1, sent)
-                if found is not None:
-                    return found
-                break
-        if doc[sent.start].lower_ in ("on", "across"):
-            return self._name_run(doc, sent.start + 1, sent)
-        return None
 
     def _right(self, doc: Doc, end: int, sent: Span, metric_tokens: set[int]) -> Span | None:
         i = end
@@ -185,6 +161,12 @@ class ResultFinder:
             )
         ):
             i += 1
+        # "a 95% reduction in visual tokens": what a change is "in" is what was measured,
+        # whatever its head word
+        if i - 2 >= end and doc[i - 1].lower_ == "in" and doc[i - 2].lower_ in self.improvement:
+            measured = self._object(doc[i - 1], "pobj")
+            if measured is not None and measured.i < sent.end:
+                return self._phrase(doc, measured)
         # "18.3% on automated metrics": after "on" only a metric word, not a name the
         # recogniser guessed (most "on X" after a number name a dataset)
         strict = i < sent.end and doc[i].lower_ == "on"
@@ -208,10 +190,25 @@ class ResultFinder:
                     j += 1
                     continue
                 return self._phrase(doc, tok)
-            if tok.pos_ not in ("NOUN", "PROPN", "ADJ", "PUNCT", "X", "NUM") or tok.text in ",;(":
+            # "on automated metrics": a participle modifying the head is part of the phrase
+            participle = tok.pos_ == "VERB" and tok.dep_ == "amod"
+            if (
+                tok.pos_ not in ("NOUN", "PROPN", "ADJ", "PUNCT", "X", "NUM") and not participle
+            ) or tok.text in ",;(":
                 return None
             j += 1
         return None
+
+    def _object(self, tok: Token, dep: str) -> Token | None:
+        """The noun a token governs as ``dep`` ("pobj", "dobj") when it can name what
+        was measured: not a pronoun, not a vague word ("performance"), not a task."""
+        found = next(
+            (c for c in tok.children if c.dep_ == dep and c.pos_ in ("NOUN", "PROPN")),
+            None,
+        )
+        if found is None or found.lower_ in self.vague or found.i in self.task_tokens:
+            return None
+        return found
 
     def _left(self, doc: Doc, start: int, sent: Span, metric_tokens: set[int]) -> Span | None:
         i = start - 1
@@ -244,6 +241,12 @@ class ResultFinder:
                         child, metric_tokens
                     ):
                         return self._phrase(doc, child)
+                # "improving fluency by +5.48%": a change verb's object is what changed by
+                # the amount, whatever its head word
+                if node.lower_ == "by" and head.lemma_.lower() in self.change_verbs:
+                    changed = self._object(head, "dobj")
+                    if changed is not None:
+                        return self._phrase(doc, changed)
                 # "perplexity ranging from 62.2 to 18.4": the verb qualifies the metric
                 if head.dep_ == "acl" and self._metric_token(head.head, metric_tokens):
                     return self._phrase(doc, head.head)
@@ -275,6 +278,12 @@ class ResultFinder:
                 return True
             stop = w not in self.bridge_before or w in ("of", "to", "from", ":", "=")
             if stop and (w != "to" or "up" not in before):
+                break
+        # "gains of up to 3.41%", "an average improvement of 10.0%"
+        for k in range(len(before) - 1, 0, -1):
+            if before[k] == "of" and before[k - 1] in self.improvement:
+                return True
+            if before[k] not in ("up", "to", "about", "nearly", "*", "**", "average"):
                 break
         return any(w in ("improves", "outperforms", "surpasses") for w in before[-2:])
 
@@ -327,7 +336,10 @@ class ResultFinder:
             for span in doc.spans.get("kg_entities", [])
             if span.label_ == "Metric" and not any(t.like_num for t in span)
         }
-        found: list[tuple[int, int, int, int, bool, bool, int, int]] = []
+        self.task_tokens = {
+            span.end - 1 for span in doc.spans.get("kg_entities", []) if span.label_ == "Task"
+        }
+        found: list[tuple[int, int, int, int, bool, bool, int, int, bool]] = []
         for claim in doc.spans.get("kg_claims", []):
             sent = claim.sent if claim.start < len(doc) else claim
             marks: list[tuple[Span, Span | None, str | None, bool]] = []
@@ -360,23 +372,43 @@ class ResultFinder:
                     metric = doc[span.end - 1 : span.end]
                 marks.append((span, metric, unit, bare))
             self._share(doc, marks)
-            for span, metric, unit, bare in marks:
+            # "higher attack success rates ..., improving from 5.18% to 32.05% on
+            # AgentDojo": a number tied to no metric takes the one its sentence names
+            lone = self._lone_metric(doc, sent, metric_tokens)
+            marks = [(v, m if m or b else lone, u, b) for v, m, u, b in marks]
+            relative = [self._relative(doc, v, u, sent) for v, _, u, _ in marks]
+            for k in range(1, len(marks)):
+                # "by **7.34%** and **1.04%**": coordinated numbers share their role
+                between = {t.text for t in doc[marks[k - 1][0].end : marks[k][0].start]}
+                if relative[k - 1] and between <= {"and", ",", "*", "**", "or"}:
+                    relative[k] = True
+            for (span, metric, _unit, bare), rel in zip(marks, relative, strict=True):
                 if bare and metric is None:
                     continue
-                dataset = self._dataset(doc, span, metric, sent)
+                dataset = find_dataset(doc, span, metric, sent, self.dataset_cues)
                 found.append(
                     (
                         *chars[span.start],
                         metric.start if metric is not None else -1,
                         metric.end if metric is not None else -1,
-                        self._relative(doc, span, unit, sent),
+                        rel,
                         self._baseline(doc, span, sent),
                         dataset.start if dataset is not None else -1,
                         dataset.end if dataset is not None else -1,
+                        declared(doc, dataset, sent, self.dataset_heads),
                     )
                 )
         doc._.kg_results = found
         return doc
+
+    def _lone_metric(self, doc: Doc, sent: Span, metric_tokens: set[int]) -> Span | None:
+        """The sentence's metric phrase when it names exactly one, else None."""
+        phrases = {
+            self._phrase(doc, doc[i]).text.lower(): self._phrase(doc, doc[i])
+            for i in metric_tokens
+            if sent.start <= i < sent.end
+        }
+        return next(iter(phrases.values())) if len(phrases) == 1 else None
 
     @staticmethod
     def _share(doc: Doc, marks: list[tuple[Span, Span | None, str | None, bool]]) -> None:
@@ -391,7 +423,8 @@ class ResultFinder:
                         continue
                     o = marks[other][0]
                     lo, hi = (span, o) if other > k else (o, span)
-                    between = [t.lower_ for t in doc[lo.end : hi.start]]
+                    # "from 22.58% to **25.81%**": emphasis marks do not separate values
+                    between = [t.lower_ for t in doc[lo.end : hi.start] if t.text.strip("*")]
                     if len(between) <= 3 and all(
                         w in ("and", ",", "or", "to", "→", "->", "vs", "vs.", "(", ")", "from")
                         for w in between

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from kg.reading import latex
 
 _NUM = r"[+\-−±]?\d+(?:,\d{3})*(?:\.\d+)?"
+BARE_NUMBER = re.compile(r"[+\-−±]?\d+(?:\.\d+)?")
+"""A number token on its own ("47.7"), as the result finder reads one."""
 # Units that follow the number; metric acronyms are upper-case words of 2-6 letters.
 _UNIT_AFTER = (
     r"(?:\s?(?P<pct>%|percent\b|pp\b|percentage points?\b)"

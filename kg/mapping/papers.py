@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pyoxigraph import Literal, NamedNode, Quad
 
 from kg import schema
-from kg.mapping.results import direction_literal, map_results
+from kg.mapping.results import direction_literal, map_hypernyms, map_results
 from kg.model import Claim, Entity, EntityType, PaperExtraction, Record
 from kg.vocab import (
     BASE,
@@ -190,6 +190,7 @@ def map_paper(extraction: PaperExtraction) -> PaperQuads:
     for index, claim in enumerate(extraction.claims):
         _map_claim(claim, index, p, add, sentence, describe, provenance)
     map_results(extraction.results, p, add, sentence, describe, provenance)
+    map_hypernyms(extraction.hypernyms, p, add, sentence, describe, provenance)
 
     for name in sorted(components):
         node = component_iri(name)

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pyoxigraph import Literal, NamedNode
 
 from kg.mapping.directions import key_direction
-from kg.model import Entity, Result
-from kg.vocab import KG, RDF, XSD
+from kg.model import Entity, Hypernym, Result
+from kg.vocab import KG, RDF, SKOS, XSD
 
 Add = Callable[[NamedNode, NamedNode, NamedNode | Literal], None]
 
@@ -69,3 +69,29 @@ def map_results(
             if entity is not None:
                 add(r, pred, describe(entity))
         provenance(r, result.component, result.confidence)
+
+
+def map_hypernyms(
+    hypernyms: list[Hypernym],
+    paper: NamedNode,
+    add: Add,
+    sentence: Callable[[int, int], NamedNode],
+    describe: Callable[[Entity], NamedNode],
+    provenance: Callable[[NamedNode, str, float], None],
+) -> None:
+    """Add a paper's method taxonomy statements (``narrower skos:broader broader``,
+    reified with the words that state it); :mod:`kg.taxonomy` turns them into links."""
+    for h in hypernyms:
+        narrower, broader = describe(h.narrower), describe(h.broader)
+        tail = f"{narrower.value.rsplit('/', 1)[-1]}/{broader.value.rsplit('/', 1)[-1]}"
+        st = NamedNode(f"{paper.value}/taxonomy/{tail}")
+        add(st, RDF.type, KG.TaxonomyStatement)
+        add(st, RDF.subject, narrower)
+        add(st, RDF.predicate, SKOS.broader)
+        add(st, RDF.object, broader)
+        add(st, KG.inPaper, paper)
+        add(st, KG.inSentence, sentence(h.sentence_start, h.sentence_end))
+        add(st, KG.start, Literal(str(h.start), datatype=XSD.integer))
+        add(st, KG.end, Literal(str(h.end), datatype=XSD.integer))
+        add(st, KG.cue, Literal(h.cue))
+        provenance(st, "kg_hypernyms", 0.8)

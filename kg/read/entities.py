@@ -135,14 +135,15 @@ def entity_detail(
 def _with_task_tree(
     store: GraphStore, type_name: str, out: dict[str, Any] | None
 ) -> dict[str, Any] | None:
-    """A task's detail with the tasks directly ``broader`` and ``narrower`` than it."""
-    if out is None or type_name != "task":
+    """A task's or method's detail with the nodes directly ``broader`` and
+    ``narrower`` than it (methods: only the links a paper's text states)."""
+    if out is None or type_name not in ("task", "method"):
         return out
     for relation in ("broader", "narrower"):
         out[relation] = []
     for s in solutions(store, "task-hierarchy", task=out["iri"]):
         relation = s["relation"].value.rsplit("#", 1)[-1]
-        out[relation].append(entity_ref(s["other"].value, TYPES["task"], s["label"]))
+        out[relation].append(entity_ref(s["other"].value, TYPES[type_name], s["label"]))
     return out
 
 

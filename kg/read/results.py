@@ -1,12 +1,16 @@
 """The results read model: leaderboards, related papers, comparisons, task trees.
 
-:class:`ResultsIndex` reads the store once through named queries (``results``,
-``store/result-index``, ``store/entity-labels``, ``store/taxonomy``, ``papers``)
-and answers from memory, so a leaderboard or a related-papers list costs
-microseconds instead of a GROUP BY over the store. :class:`ResultsIndexCache`
-keeps the last index while the caller's data token (the service's store
-generation) is unchanged. Another implementation (a precomputed SQLite index)
-can stand in for it as long as it offers the same methods.
+Two implementations answer the same methods in the same shapes:
+
+* :class:`kg.store.index.results.IndexedResults` reads the store's index (the
+  SQLite file beside it, kept in step by every paper write): nothing is built,
+  each answer is a lookup. :func:`indexed_results` gives it while the index
+  is in step with the store;
+* :class:`ResultsIndex` reads the store once through named queries
+  (``results``, ``store/result-index``, ``store/entity-labels``,
+  ``store/taxonomy``, ``papers``) and answers from memory: the fallback for a
+  store without a usable index. :class:`ResultsIndexCache` keeps the last one
+  while the caller's data token (the service's store generation) is unchanged.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from urllib.parse import quote, unquote
 from kg import schema
 from kg.model import EntityType
 from kg.store.embedded import GraphStore
+from kg.store.index.results import IndexedResults
 from kg.store.queries import rows, run
 from kg.vocab import ID_PREFIX, KG
 
@@ -184,6 +189,10 @@ class ResultsIndex:
     def _related_entities(paper: PaperLinks) -> set[str]:
         return set().union(*(paper.links.get(f, set()) for f in _RELATED_FIELDS))
 
+    def has_paper(self, iri: str) -> bool:
+        """Whether the paper is in the store."""
+        return iri in self.papers
+
     def ref(self, iri: str | None) -> dict[str, Any] | None:
         """``{iri, label}`` of an entity, or None."""
         if iri is None:
@@ -234,7 +243,8 @@ class ResultsIndex:
             ):
                 continue
             counts = Counter(r.task for r in results if r.task)
-            top_task = counts.most_common(1)[0][0] if counts else None
+            # ties: the first IRI, as the indexed read model does
+            top_task = min((-n, t) for t, n in counts.items())[1] if counts else None
             dk, mk = entity_key(d), entity_key(m)
             items.append(
                 {
@@ -310,6 +320,8 @@ class ResultsIndex:
                 if other != paper:
                     scores[other] += idf
                     shared[other].append(entity)
+        # Rounded before ranking so that the summation order never decides a tie.
+        scores = {other: round(score, 9) for other, score in scores.items()}
         best = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
         return [
             {
@@ -317,7 +329,9 @@ class ResultsIndex:
                 "score": round(score, 4),
                 "shared": [
                     {"iri": e, "label": self.labels.get(e), "type": self.types.get(e)}
-                    for e in sorted(shared[other], key=lambda e: -math.log(n / self.frequency[e]))
+                    for e in sorted(
+                        shared[other], key=lambda e: (-math.log(n / self.frequency[e]), e)
+                    )
                 ],
             }
             for other, score in best
@@ -373,6 +387,15 @@ class ResultsIndex:
         }
 
 
+def indexed_results(store: GraphStore) -> IndexedResults | None:
+    """The results read model over the store's index when the index is in step
+    with the store (nothing to build: every answer is a lookup), else None."""
+    from kg.store.index import index_of
+
+    index = index_of(store)
+    return IndexedResults(index) if index is not None else None
+
+
 class ResultsIndexCache:
     """The last :class:`ResultsIndex`, reused while the caller's token is unchanged."""
 
@@ -400,4 +423,4 @@ class ResultsIndexCache:
             return index
 
 
-__all__ = ["ResultsIndex", "ResultsIndexCache", "entity_key", "paper_id"]
+__all__ = ["ResultsIndex", "ResultsIndexCache", "entity_key", "indexed_results", "paper_id"]

@@ -1,4 +1,4 @@
-"""The task taxonomy: ``skos:broader`` / ``skos:narrower`` between task nodes.
+"""The taxonomy: ``skos:broader`` / ``skos:narrower`` between tasks and between methods.
 
 Derived at ingest from the head of the task phrase: a task's broader task is
 the longest proper word-suffix of its canonical key that is itself a task node
@@ -6,8 +6,10 @@ the longest proper word-suffix of its canonical key that is itself a task node
 → "unlearning"), never a generic word on its own ("learning" is in
 ``patterns/generic.jsonl``). Only the nearest broader node is linked, so chains
 ("offline multi-agent RL" → "multi-agent RL" → "RL") stay a tree; queries walk
-them with ``skos:narrower*``. Methods get no taxonomy: their names do not say
-what they specialise, and guessing would be wrong more often than right.
+them with ``skos:narrower*``. Methods are linked only where a paper's text
+says so ("GRPO, a policy-gradient method": a ``kg:TaxonomyStatement`` of that
+paper, see :mod:`kg.extraction.hypernyms`); their names alone do not say what
+they specialise, and guessing would be wrong more often than right.
 
 The links live in their own graph (:data:`TAXONOMY_GRAPH`), replaced whole
 each time, so ingesting in any order gives the same taxonomy.
@@ -23,7 +25,8 @@ from urllib.parse import unquote
 from pyoxigraph import NamedNode, Quad
 
 from kg.store.embedded import GraphStore
-from kg.store.index import DERIVED_UPDATE
+from kg.store.index import DERIVED_UPDATE, Index
+from kg.store.index.result_rows import write_taxonomy
 from kg.store.queries import rows, run
 from kg.vocab import BASE, ID_PREFIX, SKOS
 
@@ -64,10 +67,22 @@ def taxonomy_quads(links: Iterable[tuple[str, str]]) -> list[Quad]:
     return quads
 
 
+def stated_links(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The method links papers state, without the contradicted ones: when one
+    paper says X is a kind of Y and another the reverse, neither is kept."""
+    found = set(pairs)
+    return sorted((n, b) for n, b in found if n != b and (b, n) not in found)
+
+
 def derive_taxonomy(store: GraphStore) -> int:
-    """Replace the taxonomy graph from the task nodes now stored; the number of links."""
+    """Replace the taxonomy graph from the task nodes and the method taxonomy
+    statements now stored; the number of links."""
     tasks = [r["task"].value for r in rows(run(store, "store/task-nodes"))]
-    quads = taxonomy_quads(broader_links(tasks))
+    methods = stated_links(
+        (r["narrower"].value, r["broader"].value) for r in rows(run(store, "store/method-broader"))
+    )
+    links = broader_links(tasks) + methods
+    quads = taxonomy_quads(links)
     # IRIs below are pyoxigraph terms printed as escaped N-Triples, built from
     # stored task IRIs by kg.vocab: no raw input reaches the update text.
     body = " ".join(f"{q.subject} {q.predicate} {q.object} ." for q in quads)
@@ -76,4 +91,8 @@ def derive_taxonomy(store: GraphStore) -> int:
         + f"DROP SILENT GRAPH {TAXONOMY_GRAPH} ;\n"
         + (f"INSERT DATA {{ GRAPH {TAXONOMY_GRAPH} {{ {body} }} }}" if body else "")
     )
+    index = store.search_index()
+    if isinstance(index, Index) and not index.read_only:
+        # The results read model answers task filters and trees from the index.
+        write_taxonomy(index, links)
     return len(quads) // 2

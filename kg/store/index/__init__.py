@@ -24,7 +24,8 @@ from pyoxigraph import Quad, QuerySolutions
 from kg.mapping.papers import ENTITIES_GRAPH, PaperQuads
 from kg.store.common import GraphStore
 from kg.store.index import read as ix
-from kg.store.index.db import Index, IndexError_
+from kg.store.index.db import SCHEMA_VERSION, Index, IndexError_
+from kg.store.index.result_rows import write_taxonomy
 from kg.store.index.rows import EntityInfo, PaperRow, entity_infos, paper_row
 from kg.store.queries import default_registry
 from kg.vocab import paper_graph, paper_iri
@@ -205,6 +206,15 @@ def with_index(store: GraphStore, path: Path | None = None) -> IndexedStore:
     read_only = store.read_only
     # Read-only and missing: every read of its state fails, so it is never used.
     index = Index(target, read_only=read_only)
+    if index.version() not in (None, SCHEMA_VERSION):
+        log.warning(
+            "the index at %s has schema version %s, not %s: not used until `kg reindex`",
+            target,
+            index.version(),
+            SCHEMA_VERSION,
+        )
+        if not read_only:
+            index.set_state("stale")
     state = index.state()
     if state in {"ok", "empty"}:
         stored = _stored_papers(store)
@@ -286,6 +296,8 @@ def rebuild(store: GraphStore, path: Path | None = None, *, batch: int = 512) ->
     while chunk := list(islice(ids, batch)):
         index.write(list(read_rows(store, chunk)), {}, state="writing")
         done += len(chunk)
+    taxonomy = _solutions(default_registry().run(store, "store/taxonomy", {}))
+    write_taxonomy(index, ((s["narrower"].value, s["broader"].value) for s in taxonomy))
     index.set_state("ok")
     index.close()
     for old in (Path(f"{target}-wal"), Path(f"{target}-shm")):

@@ -33,15 +33,20 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from itertools import permutations
 from pathlib import Path
+from uuid import uuid4
 
+from kg.store.index.result_rows import RESULTS_SCHEMA, add_results, remove_results
 from kg.store.index.rows import RELATION_TYPE, EntityInfo, PaperRow
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 """2: ``names_entity`` (an entity's names by row id, for graph neighbourhoods);
 3: ``type_names`` (names by entity type, for ``?prefix=``), filled from
-``names`` when an older file is opened for writing."""
+``names`` when an older file is opened for writing; 4: the results and taxonomy
+tables (:mod:`kg.store.index.result_rows`), which only ``kg reindex`` can fill:
+a file older than 4 is not used until then."""
 
-SCHEMA = """
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS papers (
   pid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, iri TEXT NOT NULL, title TEXT);
@@ -82,6 +87,8 @@ CREATE INDEX IF NOT EXISTS claim_values_claim ON claim_values (cid);
 CREATE INDEX IF NOT EXISTS claim_values_number ON claim_values (number);
 CREATE TABLE IF NOT EXISTS counts (key TEXT PRIMARY KEY, n INTEGER NOT NULL);
 """
+    + RESULTS_SCHEMA
+)
 
 
 class IndexError_(Exception):
@@ -105,6 +112,11 @@ class Index:
                 db = self._wdb = self._connect()
                 db.executescript(SCHEMA)  # commits on its own: not inside _writer
                 _upgrade(db)
+                # Which file this is: a rebuilt index is another file with the same path.
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('instance', ?)", (uuid4().hex,))
+        if self.version() != SCHEMA_VERSION:
+            # Tables of another version may be missing or mean something else.
+            self.trusted = False
 
     # ------------------------------------------------------------ connections
 
@@ -153,6 +165,14 @@ class Index:
             self._local.db = None
 
     # ------------------------------------------------------------ state
+
+    def version(self) -> str | None:
+        """The schema version the file was made with (None: unreadable)."""
+        try:
+            row = self.reader().execute("SELECT value FROM meta WHERE key='version'").fetchone()
+        except sqlite3.Error:
+            return None
+        return row[0] if row else None
 
     def state(self) -> str:
         """``ok``, ``writing``, ``stale`` or ``empty`` (never filled)."""
@@ -219,7 +239,8 @@ def _upgrade(db: sqlite3.Connection) -> None:
             "INSERT OR IGNORE INTO type_names SELECT e.type, n.lname, n.eid FROM names n "
             "JOIN entities e ON e.eid = n.eid WHERE e.type IS NOT NULL"
         )
-        db.execute("UPDATE meta SET value = ? WHERE key = 'version'", (SCHEMA_VERSION,))
+        # 3, not 4: the results tables are not filled here (kg reindex does it)
+        db.execute("UPDATE meta SET value = '3' WHERE key = 'version'")
         db.execute("COMMIT")
     elif row is None:
         db.execute("INSERT INTO meta VALUES ('version', ?)", (SCHEMA_VERSION,))
@@ -304,6 +325,7 @@ def _add_paper(db: sqlite3.Connection, row: PaperRow) -> None:
             "INSERT INTO claim_values VALUES (?, ?)", [(cid, n) for n in row.claim_values(claim)]
         )
     _bump(db, "class:Claim", len(row.claims))
+    add_results(db, pid, row.paper_id, row.results)
 
 
 def _remove_paper(db: sqlite3.Connection, paper_id: str) -> None:
@@ -326,6 +348,7 @@ def _remove_paper(db: sqlite3.Connection, paper_id: str) -> None:
     db.executemany("DELETE FROM claim_values WHERE cid=?", [(c,) for c in claims])
     db.executemany("DELETE FROM claim_details WHERE cid=?", [(c,) for c in claims])
     db.execute("DELETE FROM claims WHERE pid=?", (pid,))
+    remove_results(db, pid)
     _bump(db, "class:Claim", -len(claims))
     db.execute("DELETE FROM papers_fts WHERE rowid=?", (pid,))
     db.execute("DELETE FROM papers WHERE pid=?", (pid,))

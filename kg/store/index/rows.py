@@ -16,6 +16,7 @@ from typing import Any
 from pyoxigraph import NamedNode, Quad
 
 from kg import schema
+from kg.store.index.result_rows import ResultRow, result_rows
 from kg.vocab import DCTERMS, KG, RDF, SKOS
 
 RELATION_TYPE = {KG[r.name].value: k.name for k, r in schema.relations()}
@@ -85,6 +86,8 @@ class PaperRow:
     """Quantity IRI → its numeric values."""
     props: dict[str, dict[str, str]] = field(default_factory=dict)
     """Node IRI → property (``_DETAIL`` names) → value, for claims' JSON."""
+    results: list[ResultRow] = field(default_factory=list)
+    """The paper's results (:mod:`kg.store.index.results`)."""
 
     def claim_detail(self, claim: ClaimRow) -> dict[str, Any]:
         """What ``GET /claims`` shows of a claim, without entity labels (read
@@ -142,6 +145,7 @@ def paper_row(paper_id: str, iri: str, quads: Iterable[Quad]) -> PaperRow:
     claims: dict[str, ClaimRow] = {}
     numbers: dict[str, list[float]] = {}
     props: dict[str, dict[str, str]] = {}
+    quads = list(quads)  # read twice: here and for the results
     for q in quads:
         # Most quads (mentions, sentences, provenance) matter not: test the
         # predicate term first and read strings only for those that do.
@@ -170,7 +174,10 @@ def paper_row(paper_id: str, iri: str, quads: Iterable[Quad]) -> PaperRow:
             # A value that is not a number is one the value filter cannot compare either.
             with suppress(ValueError):
                 numbers.setdefault(s, []).append(float(o))
-    return PaperRow(paper_id, iri, title, abstract, links, list(claims.values()), numbers, props)
+    return PaperRow(
+        paper_id, iri, title, abstract, links, list(claims.values()), numbers, props,
+        result_rows(quads),
+    )  # fmt: skip
 
 
 def _text(term: Any) -> str:

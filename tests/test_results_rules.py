@@ -1,0 +1,100 @@
+"""The value → metric/dataset rules of ``kg_results``, each on a constructed sentence."""
+
+from __future__ import annotations
+
+from kg.model import Record, Result
+
+
+def _results(extractor, text: str) -> dict[str, Result]:  # noqa: ANN001
+    paper = extractor.extract_one(Record("rules", text))
+    return {r.value.text: r for r in paper.results}
+
+
+def _metric(result: Result) -> str | None:
+    return result.metric_text if result.metric is not None else None
+
+
+def test_emphasis_marks_do_not_part_coordinated_values(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooProver. Experiments show that FooProver's pass@32 on MiniF2F increases "
+        "from 22.58% to **25.81%**.",
+    )
+    assert _metric(found["22.58%"]) == "pass@32"
+    assert _metric(found["25.81%"]) == "pass@32"
+
+
+def test_a_participle_belongs_to_the_metric_phrase(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooAgent. FooAgent outperforms the base model by an average of 18.3% "
+        "on automated metrics.",
+    )
+    assert _metric(found["18.3%"]) == "automated metrics"
+
+
+def test_what_a_change_is_in_is_what_was_measured(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooVid. FooVid yields a 95% reduction in visual tokens. "
+        "FooVid improves fluency by +5.48%. FooVid improves performance by 13%.",
+    )
+    assert _metric(found["95%"]) == "visual tokens"
+    assert _metric(found["+5.48%"]) == "fluency"
+    # "performance" names no measure: the number keeps no metric
+    assert found["13%"].metric is None
+
+
+def test_a_change_in_a_task_is_not_a_metric(extractor) -> None:  # noqa: ANN001
+    found = _results(extractor, "We propose FooNote. FooNote improves note detection by 14%.")
+    assert found["14%"].metric is None
+
+
+def test_a_named_benchmark_is_a_dataset_even_when_the_paper_introduces_it(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We introduce QuxBench, a benchmark for table reasoning, and QuxAgent. "
+        "On the QuxBench benchmark, QuxAgent achieves 77.2% accuracy.",
+    )
+    result = found["77.2%"]
+    assert _metric(result) == "accuracy"
+    assert result.dataset is not None and result.dataset.label == "QuxBench"
+
+
+def test_the_dataset_named_after_such_as_in_the_opening_phrase(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooThink. On challenging benchmarks such as AIME 2025, FooThink "
+        "achieves up to 99.9% accuracy.",
+    )
+    result = found["99.9%"]
+    assert _metric(result) == "accuracy"
+    assert result.dataset is not None and result.dataset.label == "AIME"
+
+
+def test_a_number_takes_the_only_metric_its_sentence_names(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooInject. Experiments show that FooInject achieves higher attack success "
+        "rates, improving from 5.18% to 32.05% on AgentDojo.",
+    )
+    assert _metric(found["32.05%"]) == "attack success rates"
+    assert found["32.05%"].dataset is not None and found["32.05%"].dataset.label == "AgentDojo"
+
+
+def test_gains_of_and_coordinated_gains_are_relative(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooPrompt. FooPrompt achieves accuracy gains of up to 3.41% on CUB-200. "
+        "FooPrompt surpasses fine-tuned baselines in accuracy by **7.34%** and **1.04%**.",
+    )
+    assert found["3.41%"].relative
+    assert found["7.34%"].relative and found["1.04%"].relative
+
+
+def test_a_hyphenated_judgement_is_not_part_of_the_metric(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooGen. On ImageNet 256x256, FooGen achieves a state-of-the-art FID of 1.35.",
+    )
+    assert _metric(found["1.35"]) == "FID"
