@@ -205,6 +205,9 @@ class PaperExtraction:
     claims: list[Claim]
     extractor_version: str
     results: list[Result] = field(default_factory=list)
+    acronyms: list[tuple[str, str]] = field(default_factory=list)
+    """``(short form, long form)`` pairs the abstract defines ("RL", "reinforcement
+    learning"): recorded so the corpus can resolve papers that use the short form bare."""
 
     def of_type(self, kind: EntityType, *, proposed: bool | None = None) -> list[Entity]:
         """The entities of one type, optionally only the proposed (or not proposed) ones."""

@@ -93,6 +93,20 @@ KG = _Namespace(
         "isProposed",
         "isRelative",
         "higherIsBetter",
+        # corpus-level consolidation
+        "SurfaceForm",
+        "AcronymDefinition",
+        "TypeEvidence",
+        "surfaceKey",
+        "surfaceType",
+        "surfaceAlias",
+        "resolvedTo",
+        "shortForm",
+        "longForm",
+        "typeEvidence",
+        "evidenceClass",
+        "paperCount",
+        "weight",
     ),
 )
 

@@ -216,6 +216,7 @@ class _Assembly:
         self.doc = doc
         self.groups: dict[tuple[EntityType, str], _Group] = {}
         self.alias_key: dict[str, tuple[str, str]] = {}  # acronym key → long key, label
+        self.acronyms: list[tuple[str, str]] = []  # (short, long) as written, for the corpus
         self._sent_starts: list[int] | None = None
         self._sent_offsets: list[tuple[int, int]] = []
 
@@ -288,6 +289,7 @@ class _Assembly:
             short_label = display_label(doc[ss:se].text)
             if canonical_key(long_label):
                 self.alias_key[canonical_key(short_label)] = (canonical_key(long_label), long_label)
+                self.acronyms.append((short_label, long_label))
         proposed_keys: list[tuple[EntityType, str]] = []
         for span in doc.spans.get("kg_proposed", []):
             key, label, aliases = self._identity(span)
@@ -325,7 +327,9 @@ class _Assembly:
         results = assemble_results(
             doc, self.cleaned, self.record.abstract, claims, entities, self._identity
         )
-        return PaperExtraction(self.record, entities, claims, EXTRACTOR_VERSION, results)
+        return PaperExtraction(
+            self.record, entities, claims, EXTRACTOR_VERSION, results, acronyms=self.acronyms
+        )
 
     def _add_broader(self, span: Span, key: str) -> None:
         # "LLM unlearning" also names the broader task "unlearning": emit the longest
