@@ -255,13 +255,12 @@ def resolve(surfaces: Iterable[Surface], definitions: Iterable[tuple[str, str, s
             node.votes[type_name] = node.votes.get(type_name, 0.0) + conf
             node.papers[type_name] = node.papers.get(type_name, 0) + 1
         node.label = _label(key, group, derived[key])
-        if "Dataset" in node.votes and any(is_model_name(s.label) for s in group):
+        votes = dict(node.votes)  # the evidence stays as the papers gave it
+        if "Dataset" in votes and any(is_model_name(s.label) for s in group):
             # A model is a method, whatever the papers' sentences made of it.
-            moved = node.votes.pop("Dataset")
-            node.votes["Method"] = node.votes.get("Method", 0.0) + moved
+            votes["Method"] = votes.get("Method", 0.0) + votes.pop("Dataset")
         node.type = min(
-            node.votes,
-            key=lambda t: (-round(node.votes[t], 6), -node.papers.get(t, 0), _TYPE_ORDER[t]),
+            votes, key=lambda t: (-round(votes[t], 6), -node.papers.get(t, 0), _TYPE_ORDER[t])
         )
         node.names = {s.label for s in group} | {a for s in group for a in s.aliases} | derived[key]
         by_key[key] = node
