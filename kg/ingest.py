@@ -70,6 +70,7 @@ class IngestReport:
             "triples": self.quads_after,
             "triples_added": self.quads_after - self.quads_before,
             "seconds": round(self.seconds, 3),
+            **({"consolidation": self.consolidation.to_json()} if self.consolidation else {}),
         }
 
 

@@ -45,7 +45,7 @@ def model_families() -> frozenset[str]:
     return frozenset(w.lower() for w in word_list("model_families")) | words("model_families")
 
 
-_SIZE = re.compile(r"^\d+(?:\.\d+)?[bBmMkK]$")  # 7B, 1.5B, 350M
+_SIZE = re.compile(r"^\d+(?:\.\d+)?[bBmM]$")  # 7B, 1.5B, 350M (not ImageNet-1K)
 _FAMILY_PREFIX = re.compile(r"^[A-Za-z]+(?:-[A-Za-z]+)?")
 
 
@@ -86,6 +86,8 @@ def reduce_phrase(label: str) -> str | None:
     """What a phrase leaves to be a node: the label itself, the label without a
     leading judgement ("high accuracy" → "accuracy"), or None when nothing
     specific is left ("significant improvement", "3D data", "2D image")."""
+    if label.strip().lower() in words("not_entities"):
+        return None  # "GPU", "GitHub", "English": mentioned, but not research entities
     tokens = label.split()
     evaluative = word_list("evaluative_modifiers") | words("evaluative_modifiers")
     while tokens and tokens[0].lower() in evaluative:

@@ -55,6 +55,17 @@ class ConsolidationReport:
     quads_added: int = 0
     seconds: float = 0.0
 
+    def to_json(self) -> dict[str, float | int]:
+        """The report as JSON (``kg ingest --json``, ``POST /papers``)."""
+        return {
+            "surface_forms": self.surfaces,
+            "nodes": self.nodes,
+            "papers_rewritten": self.papers_rewritten,
+            "quads_removed": self.quads_removed,
+            "quads_added": self.quads_added,
+            "seconds": round(self.seconds, 3),
+        }
+
 
 def read_evidence(store: GraphStore) -> tuple[list[Surface], list[tuple[str, str, str]]]:
     """Every stored surface form, and every acronym definition as (graph, short, long)."""
