@@ -237,3 +237,25 @@ def test_rest_finds_glue(tmp_path: Path, name: str) -> None:
     ingest(store, paper("x", ent(D, "GLUE benchmark", 0.7)))
     got = resolve_entity(store, name, type_name="dataset", parameter="dataset")
     assert got == entity_iri("Dataset", "glue")
+
+
+def test_a_remote_store_consolidates_the_same(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    from tests.test_remote_store import OXIGRAPH, start_oxigraph
+    from tests.test_remote_store import stop as stop_server
+
+    if not Path(OXIGRAPH).exists():
+        pytest.skip("the `oxigraph` server (PyPI package oxigraph) is missing")
+    monkeypatch.setenv("KG_INDEX", str(tmp_path / "remote.sqlite"))
+    proc, base = start_oxigraph(tmp_path / "server")
+    try:
+        remote = open_store(base)
+        ingest(remote, A, B)
+        ingest(remote, C, D_)
+        assert remove_paper(remote, "c")
+        check_index(remote)
+        monkeypatch.delenv("KG_INDEX")
+        local = open_store(tmp_path / "local")
+        ingest(local, D_, B, A)
+        assert dump(remote) == dump(local) or _only_components(dump(remote) ^ dump(local))
+    finally:
+        stop_server(proc)
