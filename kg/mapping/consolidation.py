@@ -34,7 +34,7 @@ from pyoxigraph import Literal, NamedNode, Quad
 
 from kg import schema
 from kg.extraction.canonical import canonical_key, is_acronym
-from kg.mapping.phrases import is_model_name
+from kg.mapping.phrases import activity_heads, is_model_name
 from kg.mapping.phrases import words as word_set
 from kg.model import Entity, PaperExtraction
 from kg.vocab import KG, RDF, XSD, entity_iri
@@ -51,6 +51,8 @@ _ROLE_TYPES = {
     KG.resultMethod.value: "Method",
 }
 """Claim and result slots whose node must be of one type (``ontology/shapes.ttl``)."""
+BARE_PER_DEFINITION = 5
+"""An acronym used bare by more than this many papers per paper defining it keeps its own node."""
 _TYPE_ORDER = {"Method": 0, "Task": 1, "Metric": 2, "Dataset": 3}
 """Ties between types go to the first: a name is more often a method than a dataset."""
 
@@ -170,20 +172,33 @@ def _acronym_shaped(label: str) -> bool:
     return " " not in label.strip() and is_acronym(label)
 
 
-def corpus_acronyms(definitions: Iterable[tuple[str, str, str]]) -> dict[str, tuple[str, str]]:
-    """Short key → (long key, long label): for each acronym, the long form most
-    papers define it as (ties: the smaller key). ``definitions`` are
-    ``(paper, short, long)``."""
+def _short(text: str) -> str:
+    """An acronym as written, without a plural ``s`` ("LLMs" is "LLM")."""
+    text = text.strip()
+    return text[:-1] if len(text) > 2 and text.endswith("s") and text[:-1].isupper() else text
+
+
+def corpus_acronyms(
+    definitions: Iterable[tuple[str, str, str]], bare: dict[str, set[str]] | None = None
+) -> dict[str, tuple[str, str]]:
+    """Short form as written → (long key, long label): for each acronym, the long
+    form most papers define it as (ties: the smaller key). ``definitions`` are
+    ``(paper, short, long)``; ``bare``: short form → papers that write it without
+    defining it. An acronym far more papers use bare than define is a name in its
+    own right (``COCO``, defined once as something else) and is left alone."""
     papers: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     labels: dict[tuple[str, str], set[str]] = defaultdict(set)
     for paper, short, long in definitions:
-        s, lk = canonical_key(short), canonical_key(long)
-        if s and lk and s != lk:
+        s, lk = _short(short), canonical_key(long)
+        if s and lk and canonical_key(s) != lk:
             papers[s][lk].add(paper)
             labels[(s, lk)].add(long)
     out = {}
     for short, longs in papers.items():
         long_key = min(longs, key=lambda k: (-len(longs[k]), k))
+        definers = {p for ps in longs.values() for p in ps}
+        if len((bare or {}).get(short, set()) - definers) > BARE_PER_DEFINITION * len(definers):
+            continue
         out[short] = (long_key, min(labels[(short, long_key)]))
     return out
 
@@ -208,7 +223,12 @@ def _named(label: str) -> bool:
 def resolve(surfaces: Iterable[Surface], definitions: Iterable[tuple[str, str, str]]) -> Resolution:
     """Map every surface form to its canonical node (see the module docstring)."""
     surfaces = sorted(surfaces, key=lambda s: s.iri)
-    acronyms = corpus_acronyms(definitions)
+    surfaces = list(surfaces)
+    bare: dict[str, set[str]] = defaultdict(set)
+    for s in surfaces:
+        if _acronym_shaped(s.label):
+            bare[_short(s.label)].add(s.paper)
+    acronyms = corpus_acronyms(definitions, bare)
     keys = {s.key for s in surfaces}
     votes_by_key: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for s in surfaces:
@@ -220,8 +240,8 @@ def resolve(surfaces: Iterable[Surface], definitions: Iterable[tuple[str, str, s
 
     def canonical(s: Surface) -> tuple[str, str]:
         key, label = s.key, s.label
-        if _acronym_shaped(label) and key in acronyms:
-            key, label = acronyms[key]
+        if _acronym_shaped(label) and _short(label) in acronyms:
+            key, label = acronyms[_short(label)]
         stripped = _strip_container(key, label)
         while stripped is not None:
             short_key, short_label = stripped
@@ -232,8 +252,8 @@ def resolve(surfaces: Iterable[Surface], definitions: Iterable[tuple[str, str, s
             if not (_named(short_label) or (short_key in keys and dataset_like(short_key))):
                 break
             key, label = short_key, short_label
-            if _acronym_shaped(label) and key in acronyms:
-                key, label = acronyms[key]
+            if _acronym_shaped(label) and _short(label) in acronyms:
+                key, label = acronyms[_short(label)]
             stripped = _strip_container(key, label)
         return key, label
 
@@ -256,9 +276,13 @@ def resolve(surfaces: Iterable[Surface], definitions: Iterable[tuple[str, str, s
             node.papers[type_name] = node.papers.get(type_name, 0) + 1
         node.label = _label(key, group, derived[key])
         votes = dict(node.votes)  # the evidence stays as the papers gave it
-        if "Dataset" in votes and any(is_model_name(s.label) for s in group):
-            # A model is a method, whatever the papers' sentences made of it.
-            votes["Method"] = votes.get("Method", 0.0) + votes.pop("Dataset")
+        if "Dataset" in votes:
+            # A model is a method, and a phrase headed by an activity ("natural
+            # language processing") is its head's type, whatever a sentence made of it.
+            instead = "Method" if any(is_model_name(s.label) for s in group) else None
+            instead = instead or activity_heads().get(key.rsplit("-", 1)[-1])
+            if instead is not None:
+                votes[instead] = votes.get(instead, 0.0) + votes.pop("Dataset")
         node.type = min(
             votes, key=lambda t: (-round(votes[t], 6), -node.papers.get(t, 0), _TYPE_ORDER[t])
         )
@@ -271,8 +295,9 @@ def resolve(surfaces: Iterable[Surface], definitions: Iterable[tuple[str, str, s
             targets[s.iri] = Target(node.iri, node.type, key)
     # The short forms the corpus defines for a node are its aliases too.
     for s in surfaces:
-        if _acronym_shaped(s.label) and s.key in acronyms and acronyms[s.key][0] in by_key:
-            by_key[acronyms[s.key][0]].names.add(s.label)
+        long = acronyms.get(_short(s.label)) if _acronym_shaped(s.label) else None
+        if long is not None and long[0] in by_key:
+            by_key[long[0]].names.add(s.label)
     for node in by_key.values():
         node.names.discard(node.label)
     return Resolution(targets, {n.iri: n for n in by_key.values()})
