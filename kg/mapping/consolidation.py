@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import quote
 
 from pyoxigraph import Literal, NamedNode, Quad
@@ -235,7 +236,7 @@ def resolve(surfaces: Iterable[Surface], definitions: Iterable[tuple[str, str, s
         votes_by_key[s.key][s.type] += s.confidence
 
     def dataset_like(key: str) -> bool:
-        votes = votes_by_key.get(key)
+        votes = votes_by_key.get(key) or {}
         return bool(votes) and max(votes, key=lambda t: (votes[t], -_TYPE_ORDER[t])) == "Dataset"
 
     def canonical(s: Surface) -> tuple[str, str]:
@@ -318,6 +319,11 @@ def _label(key: str, group: list[Surface], derived: set[str]) -> str:
 # ------------------------------------------------------------------ rewriting
 
 
+def text(term: Any) -> str:
+    """A term's lexical value (our graphs hold no RDF-star triple terms)."""
+    return str(term.value)
+
+
 def _surface_of(paper: str, node_iri: str) -> str:
     """The surface form behind a statement or mention of a paper: those IRIs end
     in the raw entity's type segment and key, as surface IRIs do."""
@@ -338,7 +344,7 @@ def rewrite_graph(
     """
     quads = list(quads)
     p = paper.value
-    resolved = {q.subject.value: q.object.value for q in quads if q.predicate == KG.resolvedTo}
+    resolved = {text(q.subject): text(q.object) for q in quads if q.predicate == KG.resolvedTo}
     if not resolved:
         return quads
     by_current: dict[str, list[str]] = defaultdict(list)
@@ -346,7 +352,7 @@ def rewrite_graph(
         by_current[current].append(surface)
     statement_prefix, mention_prefix = p + "/statement/", p + "/mention/"
     proposed = {
-        q.subject.value: _RELATIONS.get(q.object.value, ("", False))[1]
+        text(q.subject): _RELATIONS.get(text(q.object), ("", False))[1]
         for q in quads
         if q.predicate == RDF.predicate
     }
@@ -361,8 +367,8 @@ def rewrite_graph(
 
     out: dict[Quad, None] = {}
     for q in quads:
-        s, pred, g = q.subject.value, q.predicate, q.graph_name
-        if s == p and pred.value in _RELATIONS:
+        s, pred, g = text(q.subject), q.predicate, q.graph_name
+        if s == p and text(pred) in _RELATIONS:
             continue  # rebuilt from the statements below
         o = q.object
         if s.startswith((statement_prefix, mention_prefix)) and pred in (

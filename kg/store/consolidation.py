@@ -30,6 +30,7 @@ from kg.mapping.consolidation import (
     Surface,
     resolve,
     rewrite_graph,
+    text,
     type_evidence_iri,
 )
 from kg.mapping.directions import key_direction
@@ -129,14 +130,14 @@ def _entity_quads(store: GraphStore) -> Iterator[Quad]:
         yield from raw.quads_for_pattern(None, None, None, ENTITIES_GRAPH)
         return
     for r in rows(run(store, "store/entities-graph")):
-        yield Quad(r["s"], r["p"], r["o"], ENTITIES_GRAPH)
+        yield Quad(r["s"], r["p"], r["o"], ENTITIES_GRAPH)  # type: ignore[arg-type]
 
 
 def _key(q: Quad) -> tuple[str, str, object]:
     o = q.object
     if isinstance(o, Literal) and o.datatype == XSD.double:
-        return (q.subject.value, q.predicate.value, float(o.value))
-    return (q.subject.value, q.predicate.value, str(o))
+        return (text(q.subject), text(q.predicate), float(text(o)))
+    return (text(q.subject), text(q.predicate), str(o))
 
 
 def _raw_iri(surface_iri: str) -> str:
@@ -189,7 +190,7 @@ def consolidate(store: GraphStore, *, forgotten: Iterable[str] = ()) -> Consolid
     current = {
         q
         for q in _entity_quads(store)
-        if q.subject.value in managed or q.subject.value in evidence_of
+        if text(q.subject) in managed or text(q.subject) in evidence_of
     }
     # Compared by value: a store may print 3.0 back as "3".
     have, want = {_key(q): q for q in current}, {_key(q): q for q in desired}
@@ -206,7 +207,7 @@ def forget(store: GraphStore, paper_id: str) -> set[str]:
     out: set[str] = set()
     for q in paper_quads(store, paper_id):
         if q.predicate == KG.resolvedTo:
-            out |= {q.object.value, _raw_iri(q.subject.value)}
+            out |= {text(q.object), _raw_iri(text(q.subject))}
     return out
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from pyoxigraph import NamedNode, Quad, QuerySolutions
 
+from kg.mapping.consolidation import text
 from kg.mapping.papers import ENTITIES_GRAPH, PaperQuads
 from kg.store.common import GraphStore
 from kg.store.index import read as ix
@@ -136,12 +137,12 @@ class IndexedStore:
         """Remove and add quads (consolidation), then re-read the index rows of the
         papers and the entities they touch from the store."""
         changed = [*remove, *add]
-        papers = sorted({p for q in changed if (p := paper_id_from_graph(q.graph_name.value))})
-        entities = sorted({q.subject.value for q in changed if q.graph_name == ENTITIES_GRAPH})
+        papers = sorted({p for q in changed if (p := paper_id_from_graph(text(q.graph_name)))})
+        entities = sorted({text(q.subject) for q in changed if q.graph_name == ENTITIES_GRAPH})
         old_names: dict[str, set[str]] = {}
         for q in remove:
             if q.graph_name == ENTITIES_GRAPH and q.predicate in (SKOS.prefLabel, SKOS.altLabel):
-                old_names.setdefault(q.subject.value, set()).add(q.object.value)
+                old_names.setdefault(text(q.subject), set()).add(text(q.object))
 
         def index_write() -> None:
             self.index.write(list(read_rows(self._store, papers)), {})
