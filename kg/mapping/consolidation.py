@@ -37,24 +37,30 @@ from kg import schema
 from kg.extraction.canonical import canonical_key, is_acronym
 from kg.mapping.phrases import activity_heads, is_model_name
 from kg.mapping.phrases import words as word_set
-from kg.model import Entity, PaperExtraction
+from kg.model import Entity, EntityType, PaperExtraction
 from kg.vocab import KG, RDF, XSD, entity_iri
 
 _TYPES = tuple(k.name for k in schema.ENTITY_TYPES)
 _RELATIONS = {KG[r.name].value: (k.name, r.proposed) for k, r in schema.relations()}
 """Paper → entity property → (its entity type, whether it is the "proposed" one)."""
+_TASK, _METHOD, _DATASET, _METRIC = (
+    EntityType.TASK.value,
+    EntityType.METHOD.value,
+    EntityType.DATASET.value,
+    EntityType.METRIC.value,
+)
 _ROLE_TYPES = {
-    KG.claimMetric.value: "Metric",
-    KG.claimDataset.value: "Dataset",
-    KG.resultMetric.value: "Metric",
-    KG.resultDataset.value: "Dataset",
-    KG.resultTask.value: "Task",
-    KG.resultMethod.value: "Method",
+    KG.claimMetric.value: _METRIC,
+    KG.claimDataset.value: _DATASET,
+    KG.resultMetric.value: _METRIC,
+    KG.resultDataset.value: _DATASET,
+    KG.resultTask.value: _TASK,
+    KG.resultMethod.value: _METHOD,
 }
 """Claim and result slots whose node must be of one type (``ontology/shapes.ttl``)."""
 BARE_PER_DEFINITION = 5
 """An acronym used bare by more than this many papers per paper defining it keeps its own node."""
-_TYPE_ORDER = {"Method": 0, "Task": 1, "Metric": 2, "Dataset": 3}
+_TYPE_ORDER = {t: i for i, t in enumerate((_METHOD, _TASK, _METRIC, _DATASET))}
 """Ties between types go to the first: a name is more often a method than a dataset."""
 
 
@@ -237,7 +243,7 @@ def resolve(surfaces: Iterable[Surface], definitions: Iterable[tuple[str, str, s
 
     def dataset_like(key: str) -> bool:
         votes = votes_by_key.get(key) or {}
-        return bool(votes) and max(votes, key=lambda t: (votes[t], -_TYPE_ORDER[t])) == "Dataset"
+        return bool(votes) and max(votes, key=lambda t: (votes[t], -_TYPE_ORDER[t])) == _DATASET
 
     def canonical(s: Surface) -> tuple[str, str]:
         key, label = s.key, s.label
@@ -277,13 +283,13 @@ def resolve(surfaces: Iterable[Surface], definitions: Iterable[tuple[str, str, s
             node.papers[type_name] = node.papers.get(type_name, 0) + 1
         node.label = _label(key, group, derived[key])
         votes = dict(node.votes)  # the evidence stays as the papers gave it
-        if "Dataset" in votes:
+        if _DATASET in votes:
             # A model is a method, and a phrase headed by an activity ("natural
             # language processing") is its head's type, whatever a sentence made of it.
-            instead = "Method" if any(is_model_name(s.label) for s in group) else None
+            instead = _METHOD if any(is_model_name(s.label) for s in group) else None
             instead = instead or activity_heads().get(key.rsplit("-", 1)[-1])
             if instead is not None:
-                votes[instead] = votes.get(instead, 0.0) + votes.pop("Dataset")
+                votes[instead] = votes.get(instead, 0.0) + votes.pop(_DATASET)
         node.type = min(
             votes, key=lambda t: (-round(votes[t], 6), -node.papers.get(t, 0), _TYPE_ORDER[t])
         )

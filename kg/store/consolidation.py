@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from pyoxigraph import Literal, NamedNode, Quad
 
+from kg import schema
 from kg.mapping.consolidation import (
     Node,
     Resolution,
@@ -36,11 +37,13 @@ from kg.mapping.consolidation import (
 from kg.mapping.directions import key_direction
 from kg.mapping.papers import ENTITIES_GRAPH
 from kg.mapping.results import boolean
+from kg.model import EntityType
 from kg.store.common import GraphStore
 from kg.store.index import paper_quads
 from kg.store.queries import rows, run
 from kg.vocab import ID_PREFIX, KG, RDF, SKOS, XSD, paper_id_from_graph
 
+_TYPES = tuple(k.name for k in schema.ENTITY_TYPES)
 BATCH_QUADS = 20_000
 """Quads per store write: each write is one transaction (one SPARQL update)."""
 
@@ -104,7 +107,7 @@ def node_quads(node: Node) -> list[Quad]:
         Quad(n, SKOS.prefLabel, Literal(node.label), g),
     ]
     out += [Quad(n, SKOS.altLabel, Literal(a), g) for a in sorted(node.names) if a.strip()]
-    if node.type == "Metric":
+    if node.type == EntityType.METRIC.value:
         higher = key_direction(node.key)
         if higher is not None:
             out.append(Quad(n, KG.higherIsBetter, boolean(higher), g))
@@ -182,11 +185,7 @@ def consolidate(store: GraphStore, *, forgotten: Iterable[str] = ()) -> Consolid
     managed = set(resolution.nodes) | set(forgotten)
     managed |= {_raw_iri(s.iri) for s in surfaces} | {s.resolved for s in surfaces if s.resolved}
     desired = {q for node in resolution.nodes.values() for q in node_quads(node)}
-    evidence_of = {
-        type_evidence_iri(iri, t): iri
-        for iri in managed
-        for t in ("Task", "Method", "Dataset", "Metric")
-    }
+    evidence_of = {type_evidence_iri(iri, t): iri for iri in managed for t in _TYPES}
     current = {
         q
         for q in _entity_quads(store)
