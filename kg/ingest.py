@@ -18,6 +18,7 @@ from urllib.parse import unquote
 from kg.mapping.papers import PaperQuads, content_hash, map_paper
 from kg.model import PaperExtraction, Record, Rejected
 from kg.reading.readers import Item, read_paths, unique
+from kg.store.consolidation import ConsolidationReport, consolidate, forget
 from kg.store.embedded import GraphStore, StoreError
 from kg.store.queries import rows, run
 from kg.store.taxonomy import derive_taxonomy
@@ -48,6 +49,7 @@ class IngestReport:
     quads_after: int = 0
     seconds: float = 0.0
     extractions: list[PaperExtraction] = field(default_factory=list)
+    consolidation: ConsolidationReport | None = None
 
     @property
     def stored(self) -> int:
@@ -68,6 +70,7 @@ class IngestReport:
             "triples": self.quads_after,
             "triples_added": self.quads_after - self.quads_before,
             "seconds": round(self.seconds, 3),
+            **({"consolidation": self.consolidation.to_json()} if self.consolidation else {}),
         }
 
 
@@ -171,7 +174,8 @@ def ingest_items(
                 flush()
         flush()
         if report.added or report.updated:
-            # The taxonomy links tasks across papers, so it follows every change.
+            # Nodes and the taxonomy are decided across papers: they follow every change.
+            report.consolidation = consolidate(store)
             derive_taxonomy(store)
         store.flush()
     except OSError as exc:
@@ -199,17 +203,31 @@ def _remove_bulk_files(store: GraphStore) -> None:
 
 
 def delete_paper(store: GraphStore, given: str) -> str | None:
-    """Delete one paper, named by its id, its IRI or the id its source gave; the
-    deleted paper's id, or None when no paper answers to ``given``."""
+    """Delete one paper, named by its id, its IRI or the id its source gave, and
+    take its evidence out of the corpus's nodes; the deleted paper's id, or None
+    when no paper answers to ``given``."""
     prefix = ID_PREFIX + "paper/"
     if given.startswith(prefix):
         given = unquote(given[len(prefix) :])
-    if store.delete_paper(given):
-        return given
+    candidates = [given]
     found = rows(run(store, "paper-by-source-id", {"source": given}))
-    if found and store.delete_paper(found[0]["id"].value):
-        return found[0]["id"].value
+    if found:
+        candidates.append(found[0]["id"].value)
+    for paper_id in candidates:
+        if remove_paper(store, paper_id):
+            return paper_id
     return None
+
+
+def remove_paper(store: GraphStore, paper_id: str) -> bool:
+    """Delete a paper by its id, then consolidate and derive the taxonomy again
+    (a node only this paper named disappears); False when there was no such paper."""
+    named = forget(store, paper_id)
+    if not store.delete_paper(paper_id):
+        return False
+    consolidate(store, forgotten=named)
+    derive_taxonomy(store)
+    return True
 
 
 def _count(items: Iterable[Item], report: IngestReport, seen: set[str]) -> Iterator[Record]:
@@ -228,6 +246,7 @@ def _count(items: Iterable[Item], report: IngestReport, seen: set[str]) -> Itera
 __all__ = [
     "IngestReport",
     "delete_paper",
+    "remove_paper",
     "PaperExtractor",
     "default_extractor",
     "ingest",

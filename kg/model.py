@@ -232,6 +232,9 @@ class PaperExtraction:
     results: list[Result] = field(default_factory=list)
     hypernyms: list[Hypernym] = field(default_factory=list)
     """Method taxonomy links the text states (see :mod:`kg.extraction.hypernyms`)."""
+    acronyms: list[tuple[str, str]] = field(default_factory=list)
+    """``(short form, long form)`` pairs the abstract defines ("RL", "reinforcement
+    learning"): recorded so the corpus can resolve papers that use the short form bare."""
 
     def of_type(self, kind: EntityType, *, proposed: bool | None = None) -> list[Entity]:
         """The entities of one type, optionally only the proposed (or not proposed) ones."""

@@ -96,6 +96,20 @@ KG = _Namespace(
         # method taxonomy
         "TaxonomyStatement",
         "cue",
+        # corpus-level consolidation
+        "SurfaceForm",
+        "AcronymDefinition",
+        "TypeEvidence",
+        "surfaceKey",
+        "surfaceType",
+        "surfaceAlias",
+        "resolvedTo",
+        "shortForm",
+        "longForm",
+        "typeEvidence",
+        "evidenceClass",
+        "paperCount",
+        "weight",
     ),
 )
 

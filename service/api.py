@@ -309,11 +309,14 @@ async def delete_paper(
     paper_id: Annotated[str, Path(max_length=MAX_STRING)],
     store: Annotated[GraphStore, Depends(get_store)],
 ) -> Response:
-    """Remove a paper's named graph (its entities stay, with one paper fewer). The
-    id may be the paper's own or the one its source gave."""
+    """Remove a paper's named graph and its evidence: its entities stay with one
+    paper fewer, and one only it named disappears. The id may be the paper's own
+    or the one its source gave."""
+    from kg.ingest import remove_paper
+
     async with request.app.state.write_lock:
         known = await asyncio.to_thread(resolve_paper_id, store, paper_id)
-        deleted = await asyncio.to_thread(store.delete_paper, known)
+        deleted = await asyncio.to_thread(remove_paper, store, known)
     await writes_visible(request)
     if not deleted:
         raise NotFound(f"no paper with id {paper_id!r}", slug="unknown-paper")

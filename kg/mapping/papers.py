@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pyoxigraph import Literal, NamedNode, Quad
 
 from kg import schema
+from kg.mapping.consolidation import evidence_quads
+from kg.mapping.phrases import prune
 from kg.mapping.results import direction_literal, map_hypernyms, map_results
 from kg.model import Claim, Entity, EntityType, PaperExtraction, Record
 from kg.vocab import (
@@ -90,7 +92,9 @@ def _double(value: float) -> Literal:
 
 
 def map_paper(extraction: PaperExtraction) -> PaperQuads:
-    """The quads for one paper's extraction."""
+    """The quads for one paper's extraction (without phrases that are never
+    nodes, with the paper's raw evidence for corpus-level consolidation)."""
+    extraction = prune(extraction)
     record = extraction.record
     version = extraction.extractor_version
     g = paper_graph(record.id)
@@ -139,8 +143,11 @@ def map_paper(extraction: PaperExtraction) -> PaperQuads:
     labels: dict[str, str] = {}
     components: set[str] = set()
 
+    described: list[Entity] = []
+
     def describe(entity: Entity) -> NamedNode:
         node = NamedNode(entity.iri)
+        described.append(entity)
         if entity.iri not in labels:
             labels[entity.iri] = entity.label
             entity_quads.append(Quad(node, RDF.type, KG[entity.type.value], ENTITIES_GRAPH))
@@ -192,6 +199,7 @@ def map_paper(extraction: PaperExtraction) -> PaperQuads:
     map_results(extraction.results, p, add, sentence, describe, provenance)
     map_hypernyms(extraction.hypernyms, p, add, sentence, describe, provenance)
 
+    quads.extend(evidence_quads(extraction, p, g, described))
     for name in sorted(components):
         node = component_iri(name)
         entity_quads.append(Quad(node, RDF.type, KG.ExtractorComponent, ENTITIES_GRAPH))

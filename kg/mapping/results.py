@@ -80,7 +80,7 @@ def map_hypernyms(
     provenance: Callable[[NamedNode, str, float], None],
 ) -> None:
     """Add a paper's method taxonomy statements (``narrower skos:broader broader``,
-    reified with the words that state it); :mod:`kg.taxonomy` turns them into links."""
+    reified with the words that state it); :mod:`kg.store.taxonomy` turns them into links."""
     for h in hypernyms:
         narrower, broader = describe(h.narrower), describe(h.broader)
         tail = f"{narrower.value.rsplit('/', 1)[-1]}/{broader.value.rsplit('/', 1)[-1]}"

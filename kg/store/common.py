@@ -82,6 +82,11 @@ class GraphStore(Protocol):
         """Remove a paper's graph; False when there was none."""
         ...
 
+    def replace_quads(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
+        """Remove some quads and add others, in one transaction (consolidation's
+        rewrites of paper graphs and of the entities graph)."""
+        ...
+
     def paper_ids(self) -> Iterator[str]:
         """Ids of every stored paper."""
         ...
@@ -126,6 +131,26 @@ class GraphStore(Protocol):
 def is_remote(location: str | os.PathLike[str]) -> bool:
     """Whether a store location is a SPARQL server's URL rather than a directory."""
     return str(location).startswith(("http://", "https://"))
+
+
+def data_update(remove: Sequence[Quad], add: Sequence[Quad]) -> str:
+    """One SPARQL update that deletes ``remove`` and inserts ``add``. The terms are
+    pyoxigraph's, printed as escaped N-Triples terms: no raw text reaches the update."""
+
+    def block(quads: Sequence[Quad]) -> str:
+        graphs: dict[str, list[str]] = {}
+        for q in quads:
+            graphs.setdefault(str(q.graph_name), []).append(
+                f"{q.subject} {q.predicate} {q.object} ."
+            )
+        return " ".join(f"GRAPH {g} {{ {' '.join(lines)} }}" for g, lines in graphs.items())
+
+    parts = []
+    if remove:
+        parts.append(f"DELETE DATA {{ {block(remove)} }}")
+    if add:
+        parts.append(f"INSERT DATA {{ {block(add)} }}")
+    return " ;\n".join(parts)
 
 
 def merge_labels(store: GraphStore, papers: Sequence[PaperQuads]) -> list[Quad]:

@@ -37,6 +37,7 @@ from kg.store.common import (
     QueryResult,
     StoreError,
     Term,
+    data_update,
     is_remote,
     merge_labels,
     sha256,
@@ -225,6 +226,12 @@ class EmbeddedStore:
             return False
         self._store.remove_graph(graph)
         return True
+
+    def replace_quads(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
+        """One SPARQL update, so readers see all of it or none of it."""
+        self._check_writable()
+        if remove or add:
+            self._store.update(data_update(remove, add))
 
     def paper_ids(self) -> Iterator[str]:
         for graph in self._store.named_graphs():

@@ -26,17 +26,16 @@ Default graph
 
 Substitutions
     pyoxigraph pre-binds variables; the SPARQL protocol cannot. They are
-    emulated by a ``VALUES`` block placed at the start of the top-level
-    ``WHERE`` group, holding the terms as escaped N-Triples (``str(term)`` of a
-    pyoxigraph term): user text never enters the query unescaped. As with any
-    ``VALUES`` block, a sub-``SELECT`` that does not project a variable does
-    not see its binding.
+    emulated by a ``VALUES`` block opening the top-level ``WHERE`` group, with
+    the terms as escaped N-Triples (``str(term)``): user text never enters the
+    query unescaped. A sub-``SELECT`` that does not project a variable does not
+    see its binding.
 
 Writes
-    Each paper graph is replaced by one GSP ``PUT ?graph=`` (atomic per graph on
-    the server, so a reader never sees half a paper); entity triples are merged
-    into the shared entities graph with one GSP ``POST`` per batch, before the
-    papers that use them.
+    Each paper graph is replaced by one GSP ``PUT ?graph=`` (atomic per graph, so
+    a reader never sees half a paper); entity triples go to the entities graph by
+    one GSP ``POST`` per batch, before the papers; consolidation's rewrites are
+    one ``DELETE DATA`` / ``INSERT DATA`` update each.
 """
 
 from __future__ import annotations
@@ -51,6 +50,7 @@ from pyoxigraph import (
     BlankNode,
     Literal,
     NamedNode,
+    Quad,
     QueryResultsFormat,
     QuerySolutions,
     RdfFormat,
@@ -64,7 +64,7 @@ from pyoxigraph import (
 from kg.mapping.papers import ENTITIES_GRAPH, PaperQuads
 from kg.resources import ontology_dir, queries_dir
 from kg.settings import Settings
-from kg.store.common import QueryResult, StoreError, Term, merge_labels, sha256
+from kg.store.common import QueryResult, StoreError, Term, data_update, merge_labels, sha256
 from kg.store.sparql_text import tokens
 from kg.vocab import (
     KG,
@@ -250,6 +250,11 @@ class RemoteStore:
             return False
         self._check(response, "delete")
         return True
+
+    def replace_quads(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
+        """One SPARQL update: ``DELETE DATA`` then ``INSERT DATA``."""
+        if remove or add:
+            self.update(data_update(remove, add))
 
     def paper_ids(self) -> Iterator[str]:
         """Ids of every paper graph on the server."""

@@ -19,8 +19,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from pyoxigraph import Quad, QuerySolutions
+from pyoxigraph import NamedNode, Quad, QuerySolutions
 
+from kg.mapping.consolidation import text
 from kg.mapping.papers import ENTITIES_GRAPH, PaperQuads
 from kg.store.common import GraphStore
 from kg.store.index import read as ix
@@ -28,7 +29,7 @@ from kg.store.index.db import SCHEMA_VERSION, Index, IndexError_
 from kg.store.index.result_rows import write_taxonomy
 from kg.store.index.rows import EntityInfo, PaperRow, entity_infos, paper_row
 from kg.store.queries import default_registry
-from kg.vocab import paper_graph, paper_iri
+from kg.vocab import SKOS, paper_graph, paper_id_from_graph, paper_iri
 
 log = logging.getLogger("kg.store.index")
 
@@ -132,6 +133,23 @@ class IndexedStore:
             lambda: self.index.delete([paper_id]),
         )
         return result[0]
+
+    def replace_quads(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
+        """Remove and add quads (consolidation), then re-read the index rows of the
+        papers and the entities they touch from the store."""
+        changed = [*remove, *add]
+        papers = sorted({p for q in changed if (p := paper_id_from_graph(text(q.graph_name)))})
+        entities = sorted({text(q.subject) for q in changed if q.graph_name == ENTITIES_GRAPH})
+        old_names: dict[str, set[str]] = {}
+        for q in remove:
+            if q.graph_name == ENTITIES_GRAPH and q.predicate in (SKOS.prefLabel, SKOS.altLabel):
+                old_names.setdefault(text(q.subject), set()).add(text(q.object))
+
+        def index_write() -> None:
+            self.index.write(list(read_rows(self._store, papers)), {})
+            self.index.set_entities(entity_infos_of(self._store, entities), entities, old_names)
+
+        self._follow(lambda: self._store.replace_quads(remove, add), index_write)
 
     def update(self, sparql: str) -> None:
         """A SPARQL update can change anything: the index is stale afterwards,
@@ -255,7 +273,8 @@ def index_of(store: GraphStore) -> Index | None:
 # ------------------------------------------------------------------ rebuilding
 
 
-def _paper_quads(store: GraphStore, paper_id: str) -> Iterator[Quad]:
+def paper_quads(store: GraphStore, paper_id: str) -> Iterator[Quad]:
+    """Every quad of one paper's graph."""
     graph = paper_graph(paper_id)
     raw = store.native()
     if raw is not None:
@@ -270,7 +289,7 @@ def _paper_quads(store: GraphStore, paper_id: str) -> Iterator[Quad]:
 def read_rows(store: GraphStore, paper_ids: Iterable[str]) -> Iterator[PaperRow]:
     """The index rows of stored papers, read back from their graphs."""
     for pid in paper_ids:
-        yield paper_row(pid, paper_iri(pid).value, _paper_quads(store, pid))
+        yield paper_row(pid, paper_iri(pid).value, paper_quads(store, pid))
 
 
 def read_entities(store: GraphStore) -> dict[str, EntityInfo]:
@@ -278,6 +297,18 @@ def read_entities(store: GraphStore) -> dict[str, EntityInfo]:
     quads = (
         Quad(s["s"], s["p"], s["o"], ENTITIES_GRAPH)
         for s in _solutions(default_registry().run(store, "store/entity-names", {}))
+    )
+    return entity_infos(quads)
+
+
+def entity_infos_of(store: GraphStore, iris: Sequence[str]) -> dict[str, EntityInfo]:
+    """The class and names of these entities as the store now describes them."""
+    raw = store.native()
+    if raw is None:  # a remote store: one read of the whole entities graph
+        wanted = set(iris)
+        return {i: e for i, e in read_entities(store).items() if i in wanted}
+    quads = (
+        q for iri in iris for q in raw.quads_for_pattern(NamedNode(iri), None, None, ENTITIES_GRAPH)
     )
     return entity_infos(quads)
 

@@ -222,6 +222,57 @@ class Index:
                 _add_paper(db, row)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('state', ?)", (state,))
 
+    def set_entities(
+        self, infos: dict[str, EntityInfo], touched: Iterable[str], old_names: dict[str, set[str]]
+    ) -> None:
+        """Make these entities what the store now says (``infos``; an IRI of
+        ``touched`` missing from it has no description left): type, preferred
+        label and names replaced, not merged. ``old_names``: names each had
+        before, to take out of the name tables."""
+        with self._writer() as db:
+            for iri in touched:
+                info = infos.get(iri)
+                row = db.execute(
+                    "SELECT eid, type, papers FROM entities WHERE iri=?", (iri,)
+                ).fetchone()
+                if row is None and (info is None or info.type is None):
+                    continue
+                eid = row[0] if row is not None else _entity(db, iri, None)
+                old_type = row[1] if row is not None else None
+                new_type = info.type if info is not None else None
+                if old_type != new_type:
+                    _bump(db, f"class:{old_type}", -1) if old_type else None
+                    _bump(db, f"class:{new_type}", 1) if new_type else None
+                    db.execute("UPDATE entities SET type=? WHERE eid=?", (new_type, eid))
+                keep = info.names if info is not None else set()
+                # The type's name rows are rebuilt from the names below.
+                for name in old_names.get(iri, set()) | keep:
+                    db.execute(
+                        "DELETE FROM type_names WHERE type=? AND lname=? AND eid=?",
+                        (old_type, name.lower(), eid),
+                    )
+                for name in old_names.get(iri, set()) - keep:
+                    _drop_name(db, eid, name)
+                if info is None:
+                    if row is None or row[2] == 0:
+                        db.execute("DELETE FROM entities WHERE eid=?", (eid,))
+                    else:
+                        db.execute("UPDATE entities SET label=NULL WHERE eid=?", (eid,))
+                    continue
+                db.execute("UPDATE entities SET label=? WHERE eid=?", (info.label, eid))
+                for name in info.names:
+                    low = name.lower()
+                    if db.execute(
+                        "INSERT OR IGNORE INTO names VALUES (?,?,?)", (low, eid, name)
+                    ).rowcount:
+                        db.execute("INSERT INTO names_tri VALUES (?,?,?)", (low, eid, name))
+                if new_type is not None:
+                    db.execute(
+                        "INSERT OR IGNORE INTO type_names SELECT ?, lname, eid FROM names "
+                        "WHERE eid = ?",
+                        (new_type, eid),
+                    )
+
     def delete(self, paper_ids: Iterable[str]) -> None:
         """Take these papers and their contributions out."""
         with self._writer() as db:
@@ -253,6 +304,21 @@ def version(db: sqlite3.Connection) -> int:
     except sqlite3.Error:
         return 0
     return int(row[0]) if row else 0
+
+
+def _drop_name(db: sqlite3.Connection, eid: int, name: str) -> None:
+    low = name.lower()
+    db.execute("DELETE FROM names WHERE lname=? AND eid=? AND name=?", (low, eid, name))
+    if len(low) >= 3:
+        # The trigram index finds the row; an unindexed column alone would scan the table.
+        phrase = '"' + low.replace('"', '""') + '"'
+        db.execute(
+            "DELETE FROM names_tri WHERE rowid IN (SELECT rowid FROM names_tri "
+            "WHERE names_tri MATCH ? AND eid=? AND name=?)",
+            (phrase, eid, name),
+        )
+    else:
+        db.execute("DELETE FROM names_tri WHERE eid=? AND name=?", (eid, name))
 
 
 def _rowid(cursor: sqlite3.Cursor) -> int:
