@@ -174,6 +174,10 @@ other pairs are ``coOccursWith``."""
 CO_OCCURS = "coOccursWith"
 
 
+RESULT_ROLES: tuple[str, ...] = ("metric", "dataset", "task", "method")
+"""The entities a ``kg:Result`` is tied to, by segment, in the order of the index's
+``results`` columns; each is linked by ``kg:result`` + the kind's class name."""
+
 METRIC_DIRECTIONS: dict[str, str] = {}
 """Metric key → ``higher`` or ``lower`` (is better), for comparing results; the
 results records fill it (room for them here, so their direction is stated once)."""

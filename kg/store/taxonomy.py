@@ -26,7 +26,6 @@ from pyoxigraph import NamedNode, Quad
 
 from kg.store.embedded import GraphStore
 from kg.store.index import DERIVED_UPDATE, Index
-from kg.store.index.result_rows import write_taxonomy
 from kg.store.queries import rows, run
 from kg.vocab import BASE, ID_PREFIX, SKOS
 
@@ -94,5 +93,5 @@ def derive_taxonomy(store: GraphStore) -> int:
     index = store.search_index()
     if isinstance(index, Index) and not index.read_only:
         # The results read model answers task filters and trees from the index.
-        write_taxonomy(index, links)
+        index.write_taxonomy(links)
     return len(quads) // 2

@@ -26,7 +26,6 @@ from kg.mapping.papers import ENTITIES_GRAPH, PaperQuads
 from kg.store.common import GraphStore
 from kg.store.index import read as ix
 from kg.store.index.db import SCHEMA_VERSION, Index, IndexError_
-from kg.store.index.result_rows import write_taxonomy
 from kg.store.index.rows import EntityInfo, PaperRow, entity_infos, paper_row
 from kg.store.queries import default_registry
 from kg.vocab import SKOS, paper_graph, paper_id_from_graph, paper_iri
@@ -328,7 +327,7 @@ def rebuild(store: GraphStore, path: Path | None = None, *, batch: int = 512) ->
         index.write(list(read_rows(store, chunk)), {}, state="writing")
         done += len(chunk)
     taxonomy = _solutions(default_registry().run(store, "store/taxonomy", {}))
-    write_taxonomy(index, ((s["narrower"].value, s["broader"].value) for s in taxonomy))
+    index.write_taxonomy((s["narrower"].value, s["broader"].value) for s in taxonomy)
     index.set_state("ok")
     index.close()
     for old in (Path(f"{target}-wal"), Path(f"{target}-shm")):

@@ -35,7 +35,12 @@ from itertools import permutations
 from pathlib import Path
 from uuid import uuid4
 
-from kg.store.index.result_rows import RESULTS_SCHEMA, add_results, remove_results
+from kg.store.index.result_rows import (
+    RESULTS_SCHEMA,
+    add_results,
+    remove_results,
+    replace_taxonomy,
+)
 from kg.store.index.rows import RELATION_TYPE, EntityInfo, PaperRow
 
 SCHEMA_VERSION = "4"
@@ -193,6 +198,11 @@ class Index:
             db.execute("INSERT OR REPLACE INTO meta VALUES ('state', ?)", (state,))
 
     # ------------------------------------------------------------ writes
+
+    def write_taxonomy(self, links: Iterable[tuple[str, str]]) -> None:
+        """Replace the task taxonomy's ``(narrower, broader)`` links."""
+        with self._writer() as db:
+            replace_taxonomy(db, links)
 
     def write(
         self, rows: Iterable[PaperRow], entities: dict[str, EntityInfo], *, state: str = "ok"

@@ -18,14 +18,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyoxigraph import Quad
 
+from kg.schema import RESULT_ROLES, kind
 from kg.vocab import KG
-
-if TYPE_CHECKING:
-    from kg.store.index.db import Index
 
 RESULTS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
@@ -47,10 +45,7 @@ _RESULT_PROPS = {
     KG.isRelative.value: "relative",
     KG.resultValue.value: "value",
     KG.fromClaim.value: "claim",
-    KG.resultMetric.value: "metric",
-    KG.resultDataset.value: "dataset",
-    KG.resultTask.value: "task",
-    KG.resultMethod.value: "method",
+    **{KG["result" + kind(role).name].value: role for role in RESULT_ROLES},
     KG.valueText.value: "text",
     KG.text.value: "text",
     KG.start.value: "start",
@@ -98,8 +93,8 @@ def result_rows(quads: Iterable[Quad]) -> list[ResultRow]:
         try:
             row = ResultRow(
                 _number(v.get("number")), v.get("unit"), v["text"], int(v["start"]),
-                int(v["end"]), r.get("metric"), r.get("dataset"), r.get("task"),
-                r.get("method"), r["proposed"] == "true", r["relative"] == "true",
+                int(v["end"]), *(r.get(role) for role in RESULT_ROLES),
+                r["proposed"] == "true", r["relative"] == "true",
                 c["text"], int(c["start"]), int(c["end"]),
             )  # fmt: skip
         except (KeyError, ValueError):
@@ -167,9 +162,8 @@ def remove_results(db: sqlite3.Connection, pid: int) -> None:
     db.execute("DELETE FROM results WHERE pid=?", (pid,))
 
 
-def write_taxonomy(index: Index, links: Iterable[tuple[str, str]]) -> None:
+def replace_taxonomy(db: sqlite3.Connection, links: Iterable[tuple[str, str]]) -> None:
     """Replace the ``taxonomy`` table with these ``(narrower, broader)`` links."""
-    with index._writer() as db:
-        _bump(db)
-        db.execute("DELETE FROM taxonomy")
-        db.executemany("INSERT OR IGNORE INTO taxonomy VALUES (?, ?)", list(links))
+    _bump(db)
+    db.execute("DELETE FROM taxonomy")
+    db.executemany("INSERT OR IGNORE INTO taxonomy VALUES (?, ?)", list(links))
