@@ -11,18 +11,16 @@ driven by ``../shared/tools/sparql_load.py`` (wrk) for ``--duration`` seconds
 after a warm-up. The endpoint parameters are picked per store from its index:
 the task with most papers (the longest lists), a method ranked 50th, and so on,
 so every store is asked the same kind of question. ``--writes STORE`` adds
-1,000 synthetic papers to an empty store and then to STORE (which keeps them)
-and compares the per-paper rates.
+1,000 synthetic papers to an empty store and to a copy of STORE, alternating
+batches (``benchmarks/write_growth.py``), and compares the per-paper rates.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sqlite3
 import sys
-import tempfile
 import time
 from pathlib import Path
 from urllib.parse import quote
@@ -132,25 +130,11 @@ def measure_store(store: Path, duration: float, warmup: float) -> dict:
 
 
 def measure_writes(store: Path, papers: int = 1000) -> dict:
-    """Per-paper write rate into an empty store and into ``store`` (synthetic
-    papers through map_paper, the bulk loader and the index)."""
-    from benchmarks.synth import build
+    """Per-paper write rate into an empty store and into a copy of ``store``
+    (left unchanged), alternating batches: :mod:`benchmarks.write_growth`."""
+    from benchmarks.write_growth import measure
 
-    work = Path(tempfile.mkdtemp(prefix="kg-scale-writes-"))
-    try:
-        empty = build(work / "empty", papers, seed=99, start=0)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-        Path(f"{work / 'empty'}.index.sqlite").unlink(missing_ok=True)
-    big = build(store, papers, seed=99, start=10_000_000)
-    rate = {k: papers / v["seconds"] for k, v in (("empty", empty), ("large", big))}
-    return {
-        "papers": papers,
-        "empty": empty,
-        "large": big,
-        "papers_per_s": {k: round(v, 1) for k, v in rate.items()},
-        "ratio": round(rate["large"] / rate["empty"], 3),
-    }
+    return measure(store, papers, 256)
 
 
 def main() -> int:
@@ -199,7 +183,11 @@ def print_table(results: dict) -> None:
     )
     if "writes" in results:
         w = results["writes"]
-        print(f"\nwrites: {w['papers_per_s']} papers/s, ratio large/empty {w['ratio']}")
+        print(
+            f"\nwrites: {w['empty']['papers_per_s']} papers/s into an empty store, "
+            f"{w['large']['papers_per_s']} into the large one: ratio {w['ratio_wall']} "
+            f"(CPU {w['ratio_cpu']})"
+        )
 
 
 if __name__ == "__main__":
