@@ -23,7 +23,7 @@ from urllib.parse import unquote
 from pyoxigraph import NamedNode, Quad
 
 from kg.store.embedded import GraphStore
-from kg.store.index import DERIVED_UPDATE
+from kg.store.index import DERIVED_UPDATE, index_of
 from kg.store.queries import rows, run
 from kg.vocab import BASE, ID_PREFIX, SKOS
 
@@ -64,9 +64,19 @@ def taxonomy_quads(links: Iterable[tuple[str, str]]) -> list[Quad]:
     return quads
 
 
+def task_iris(store: GraphStore) -> list[str]:
+    """Every task node: from the index when it follows the store (a range of one
+    B-tree: 0.05 s at 100,000 papers), else by scanning every graph (seconds)."""
+    index = index_of(store)
+    if index is not None:
+        found = index.reader().execute("SELECT iri FROM entities WHERE type = 'Task'")
+        return [iri for (iri,) in found]
+    return [r["task"].value for r in rows(run(store, "store/task-nodes"))]
+
+
 def derive_taxonomy(store: GraphStore) -> int:
     """Replace the taxonomy graph from the task nodes now stored; the number of links."""
-    tasks = [r["task"].value for r in rows(run(store, "store/task-nodes"))]
+    tasks = task_iris(store)
     quads = taxonomy_quads(broader_links(tasks))
     # IRIs below are pyoxigraph terms printed as escaped N-Triples, built from
     # stored task IRIs by kg.vocab: no raw input reaches the update text.
