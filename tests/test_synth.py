@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from pyoxigraph import RdfFormat, Store
 
-from benchmarks.synth import build, build_fast
+from benchmarks.synth import build
+from benchmarks.synth_fast import build_fast
 from kg.store.index import index_path
 
 TABLES = [
