@@ -1,9 +1,10 @@
 """Synthetic corpora for the scaling benchmarks: N papers drawn from the real
 4,302-paper ICLR 2026 graph's distributions, written through the real mapping
-(``kg.mapping.map_paper``), the store's bulk loader and the index hook, without
-spaCy — so a 100,000-paper store builds in minutes.
+(``kg.mapping.papers.map_paper``), the store's bulk loader and the index's
+write, without spaCy — so a 100,000-paper store builds in minutes.
 
     python benchmarks/synth.py --papers 100000 --store /tmp/kg-scale/100k [--seed 14]
+    python benchmarks/synth.py --papers 1000 --store DIR --start 100000   # add more
     python benchmarks/synth.py --derive-stats /tmp/iclr-store   # rewrite synth-stats.json
 
 What is drawn from the real graph (``benchmarks/synth-stats.json``, derived by
@@ -26,6 +27,14 @@ entity labels (weighted by popularity) and a fixed list of common words; the
 entity labels appear in them at their mentions' offsets. Deterministic: paper
 ``i`` depends only on ``--seed`` and ``i`` (``--start`` adds papers after an
 existing run).
+
+How it is fast (``benchmarks/synth_fast.py``): worker processes generate and map the papers
+and hand them over as N-Quads bytes (a pickled pyoxigraph term costs 20× its
+N-Quads line), with their index rows; the writer bulk-loads 2,000 papers at a
+time in a thread (pyoxigraph releases the GIL) while it writes the same
+papers' index rows in one SQLite transaction. ``--serial`` writes through the
+indexed store's ``write_papers(new=True)`` instead, as ingest does; both give
+the same store and index (``tests/test_synth.py``).
 """
 
 from __future__ import annotations
@@ -373,7 +382,10 @@ def build(
     stats: Path = STATS,
 ) -> dict[str, float]:
     """Write ``papers`` synthetic papers (numbers ``start``…) into the store at
-    ``store_dir`` through the mapping, the bulk loader and the index hook."""
+    ``store_dir`` the way ingest writes: ``write_papers(new=True)`` of the
+    indexed store (bulk loader, then the index rows), one batch at a time, all
+    in this process. The write benchmarks use it; ``synth_fast.build_fast`` makes
+    stores."""
     from kg.mapping.papers import map_paper
     from kg.store.embedded import open_store
 
@@ -381,12 +393,7 @@ def build(
     store = open_store(store_dir)
     started = time.perf_counter()
     timings = {"generate": 0.0, "map": 0.0, "write": 0.0}
-    stop = Path(f"{store_dir}.stop")  # touch it to stop cleanly after the current batch
     for first in range(start, start + papers, batch):
-        if stop.exists():
-            print(f"synth: {stop} exists: stopping at {first - start:,} papers", file=sys.stderr)
-            papers = first - start
-            break
         t0 = time.perf_counter()
         extractions = [gen.paper(i) for i in range(first, min(first + batch, start + papers))]
         t1 = time.perf_counter()
@@ -397,12 +404,6 @@ def build(
         timings["generate"] += t1 - t0
         timings["map"] += t2 - t1
         timings["write"] += t3 - t2
-        done = first + len(extractions) - start
-        print(
-            f"synth: {done:,}/{papers:,} papers, {time.perf_counter() - started:.0f} s",
-            file=sys.stderr,
-            flush=True,
-        )
     store.close()
     timings["seconds"] = time.perf_counter() - started
     timings["papers"] = papers
@@ -415,7 +416,16 @@ def main() -> int:
     ap.add_argument("--store", type=Path, help="Store directory (created or added to)")
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--start", type=int, default=0, help="Number of the first paper")
-    ap.add_argument("--batch", type=int, default=1000, help="Papers per write")
+    ap.add_argument("--batch", type=int, default=2000, help="Papers per write")
+    ap.add_argument("--chunk", type=int, default=250, help="Papers per worker task")
+    ap.add_argument(
+        "--workers", type=int, default=2, help="Processes making the papers (0: this one)"
+    )
+    ap.add_argument(
+        "--serial",
+        action="store_true",
+        help="Write through the indexed store's write_papers in this process (as ingest does)",
+    )
     ap.add_argument("--stats", type=Path, default=STATS, help="The distributions (JSON)")
     ap.add_argument(
         "--derive-stats",
@@ -430,18 +440,16 @@ def main() -> int:
         return 0
     if not args.papers or not args.store:
         ap.error("--papers and --store are required")
-    print(
-        json.dumps(
-            build(
-                args.store,
-                args.papers,
-                seed=args.seed,
-                start=args.start,
-                batch=args.batch,
-                stats=args.stats,
-            )
+    common = {"seed": args.seed, "start": args.start, "batch": args.batch, "stats": args.stats}
+    if args.serial:
+        timings = build(args.store, args.papers, **common)
+    else:
+        from benchmarks.synth_fast import build_fast
+
+        timings = build_fast(
+            args.store, args.papers, chunk=args.chunk, workers=args.workers, **common
         )
-    )
+    print(json.dumps(timings))
     return 0
 
 

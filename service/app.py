@@ -413,7 +413,8 @@ async def ready(request: Request) -> dict[str, Any]:
     papers = await asyncio.to_thread(lambda: next(iter(store.paper_ids()), None) is not None)
     if not papers:
         raise Unavailable("the store holds no papers yet", slug="not-ready")
-    if pool is not None and not pool.pids:
+    # The workers start in the background (start-up stays quick): wait for the first.
+    if pool is not None and not await pool.wait_running(30):
         raise Unavailable("no query worker is running", slug="not-ready")
     settings: Settings = request.app.state.settings
     return {

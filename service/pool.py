@@ -176,6 +176,7 @@ class QueryPool:
         self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
         self._all: set[_Worker] = set()
         self._pending: set[asyncio.Task[None]] = set()
+        self._starting_tasks: set[asyncio.Task[None]] = set()  # the first workers'
         self._closed = False
 
     @property
@@ -189,24 +190,33 @@ class QueryPool:
         return self.snapshots.published if self.snapshots is not None else 0
 
     async def start(self) -> None:
-        """Start the fast-lane workers; raise :class:`PoolError` when the store cannot be
-        opened. The slow-lane workers start in the background (start-up stays quick)."""
+        """Start the workers in the background: start-up does not wait for them
+        (each costs a Python process's start, which on a busy machine is seconds).
+        A query waits for an idle worker within its timeout, as it always does;
+        :meth:`wait_running` says when one runs. The snapshot publisher (a write's
+        read-your-writes) starts first."""
         if self.snapshots is not None:
             await self.snapshots.start(on_publish=self._published)
-        fast = self.size - self.slow_lane
-        workers = await asyncio.gather(*(self._spawn() for _ in range(fast)))
-        for worker in workers:
-            self._idle.put_nowait(worker)
-        for _ in range(self.slow_lane):
+        for _ in range(self.size):
             task = asyncio.get_running_loop().create_task(self._add_worker())
             self._pending.add(task)
+            self._starting_tasks.add(task)
             task.add_done_callback(self._pending.discard)
+            task.add_done_callback(self._starting_tasks.discard)
+
+    async def wait_running(self, timeout: float) -> bool:
+        """Whether a worker runs, waiting up to ``timeout`` seconds while the
+        first ones start."""
+        deadline = time.monotonic() + timeout
+        while not self.pids and self._starting_tasks and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        return bool(self.pids)
 
     async def _add_worker(self) -> None:
         try:
             self._idle.put_nowait(await self._spawn())
         except (PoolError, OSError) as exc:
-            log.error("cannot start a slow-lane query worker: %s", exc)
+            log.error("cannot start a query worker: %s", exc)
 
     def _current_path(self) -> tuple[int, str]:
         """The generation queries read now and the directory that holds it."""

@@ -257,3 +257,19 @@ def test_an_index_of_another_store_is_not_used(tmp_path: Path) -> None:
     assert index_of(fresh) is None, "1 paper in the index, 0 in the store"
     fresh.close()
     assert index_of(open_store(tmp_path / "store", read_only=True)) is None
+
+
+def test_task_nodes_from_the_index_are_those_the_store_holds(sample_store: Path) -> None:
+    # derive_taxonomy reads them after every ingest: from the index, not a scan.
+    from kg.store.queries import rows
+    from kg.store.taxonomy import task_iris
+
+    store = open_store(sample_store, read_only=True)
+    try:
+        assert index_of(store) is not None
+        scanned = {r["task"].value for r in rows(default_registry().run(store, "store/task-nodes"))}
+        assert scanned
+        assert sorted(task_iris(store)) == sorted(scanned)
+        assert sorted(task_iris(store.inner)) == sorted(scanned)  # no index: the scan
+    finally:
+        store.close()

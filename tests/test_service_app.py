@@ -172,3 +172,39 @@ def test_first_start_on_an_empty_store_ingests_the_sample(tmp_path: Path) -> Non
         query = "SELECT (COUNT(*) AS ?n) WHERE { ?p a <https://w3id.org/mlkg/ontology#Paper> }"
         count = httpx.get(url + "/sparql", params={"query": query})
         assert int(count.json()["results"]["bindings"][0]["n"]["value"]) == 37
+
+
+def test_the_query_pool_starts_its_workers_in_the_background(sample_store: Path) -> None:
+    from service.messages import Answer, QueryRequest
+    from service.pool import QueryPool
+
+    async def go() -> tuple[list[int], bool, object]:
+        pool = QueryPool(str(sample_store), 1, slow_lane=1)
+        started = time.monotonic()
+        await pool.start()
+        # kg serve answers once start() returns: it must not wait for processes.
+        at_start = pool.pids if time.monotonic() - started < 0.5 else [-1]
+        try:
+            running = await pool.wait_running(60)
+            json_results = "application/sparql-results+json"
+            query = QueryRequest("ASK { ?s ?p ?o }", None, None, None, 10, None, json_results, None)
+            answer = await pool.run(query, 60)
+        finally:
+            await pool.close()
+        return at_start, running, answer
+
+    at_start, running, answer = asyncio.run(go())
+    assert at_start == []
+    assert running
+    assert isinstance(answer, Answer)
+
+
+def test_the_web_process_imports_no_spacy_nor_networkx() -> None:
+    # Both cost CPU at every start (networkx ~0.2 s); graphs import networkx when drawn.
+    code = (
+        "import sys, kg.cli.main, service.app, service.protocol; "
+        "print(sorted(m for m in ('spacy', 'networkx') if m in sys.modules))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"

@@ -33,11 +33,15 @@ import json
 import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from kg import schema
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+# networkx is imported where a graph is drawn: it costs ~0.2 s of CPU, which
+# `kg serve` would otherwise spend at every start (docs/scaling.md).
 
 TYPE_COLOURS: dict[str, str] = {
     "Paper": schema.PAPER_COLOUR,
@@ -64,6 +68,8 @@ class Exporter:
 
 def _scalar_graph(graph: nx.DiGraph) -> nx.DiGraph:
     """A copy whose attributes are all scalars (lists joined by spaces)."""
+    import networkx as nx
+
     out = nx.DiGraph()
     out.graph.update({k: _scalar(v) for k, v in graph.graph.items()})
     for node, attrs in graph.nodes(data=True):
@@ -83,6 +89,8 @@ def _scalar(value: Any) -> str | int | float | bool:
 
 def write_graphml(graph: nx.DiGraph) -> bytes:
     """GraphML via networkx (typed ``<key>`` declarations for every attribute)."""
+    import networkx as nx
+
     buffer = io.BytesIO()
     nx.write_graphml(_scalar_graph(graph), buffer, encoding="utf-8", named_key_ids=True)
     return buffer.getvalue()
@@ -95,6 +103,8 @@ def _rgb(hex_colour: str) -> dict[str, int | float]:
 
 def write_gexf(graph: nx.DiGraph) -> bytes:
     """GEXF 1.2 via networkx, with ``viz`` colour by type and size by paper count for Gephi."""
+    import networkx as nx
+
     out = _scalar_graph(graph)
     for _node, attrs in out.nodes(data=True):
         attrs["viz"] = {
@@ -116,6 +126,8 @@ def write_cytoscape(graph: nx.DiGraph) -> bytes:
     Read back by ``networkx.cytoscape_graph`` and Cytoscape desktop alike: each node
     keeps networkx's ``value`` (its key, here the IRI, which the reader needs) and
     ``name`` (the label Cytoscape shows)."""
+    import networkx as nx
+
     data = nx.cytoscape_data(graph, name="label", ident="id")
     data["data"] = dict(graph.graph)  # networkx gives a list of pairs; Cytoscape wants an object
     for edge in data["elements"]["edges"]:
@@ -126,6 +138,8 @@ def write_cytoscape(graph: nx.DiGraph) -> bytes:
 
 def write_d3(graph: nx.DiGraph) -> bytes:
     """node-link JSON (``nodes``, ``links`` with ``source``/``target``) for D3 force layouts."""
+    import networkx as nx
+
     return _json(nx.node_link_data(graph, edges="links"))
 
 

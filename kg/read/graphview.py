@@ -35,10 +35,8 @@ import threading
 from collections import defaultdict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from typing import Literal as TypingLiteral
-
-import networkx as nx
 
 from kg import schema
 from kg.read.graph import (
@@ -54,6 +52,9 @@ from kg.read.graph import (
     search,
 )
 from kg.store.embedded import GraphStore
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 NODE_TYPES: tuple[str, ...] = ("Paper", *(k.name for k in schema.ENTITY_TYPES))
 """Node types, in the order legends and tables list them (:mod:`kg.schema`)."""
@@ -331,6 +332,8 @@ def build_graph(
                         },
                     )
                 )
+
+    import networkx as nx  # lazily: see kg.read.exporters
 
     graph = nx.DiGraph()
     graph.graph.update(

@@ -25,7 +25,7 @@ from urllib.parse import unquote
 from pyoxigraph import NamedNode, Quad
 
 from kg.store.embedded import GraphStore
-from kg.store.index import DERIVED_UPDATE, Index
+from kg.store.index import DERIVED_UPDATE, Index, index_of
 from kg.store.queries import rows, run
 from kg.vocab import BASE, ID_PREFIX, SKOS
 
@@ -73,10 +73,20 @@ def stated_links(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     return sorted((n, b) for n, b in found if n != b and (b, n) not in found)
 
 
+def task_iris(store: GraphStore) -> list[str]:
+    """Every task node: from the index when it follows the store (a range of one
+    B-tree: 0.05 s at 100,000 papers), else by scanning every graph (seconds)."""
+    index = index_of(store)
+    if index is not None:
+        found = index.reader().execute("SELECT iri FROM entities WHERE type = 'Task'")
+        return [iri for (iri,) in found]
+    return [r["task"].value for r in rows(run(store, "store/task-nodes"))]
+
+
 def derive_taxonomy(store: GraphStore) -> int:
     """Replace the taxonomy graph from the task nodes and the method taxonomy
     statements now stored; the number of links."""
-    tasks = [r["task"].value for r in rows(run(store, "store/task-nodes"))]
+    tasks = task_iris(store)
     methods = stated_links(
         (r["narrower"].value, r["broader"].value) for r in rows(run(store, "store/method-broader"))
     )

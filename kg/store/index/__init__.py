@@ -119,7 +119,7 @@ class IndexedStore:
     def write_papers(self, papers: Sequence[PaperQuads], *, new: bool = False) -> None:
         """Write the papers, then their index rows (one transaction each)."""
         rows = [paper_row(p.paper_id, paper_iri(p.paper_id).value, p.paper) for p in papers]
-        infos = _write_infos(papers)
+        infos = write_infos(papers)
         self._follow(
             lambda: self._store.write_papers(papers, new=new), lambda: self.index.write(rows, infos)
         )
@@ -200,7 +200,8 @@ class IndexedStore:
         self._store.close()
 
 
-def _write_infos(papers: Sequence[PaperQuads]) -> dict[str, EntityInfo]:
+def write_infos(papers: Sequence[PaperQuads]) -> dict[str, EntityInfo]:
+    """The entity names a write of these papers adds to the index."""
     infos = entity_infos(q for p in papers for q in p.entities)
     for paper in papers:
         # In paper order, as the store picks preferred labels: the first paper wins.

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from itertools import permutations
 from pathlib import Path
+from typing import Any
 from uuid import uuid4
 
 from kg.store.index.result_rows import (
@@ -114,7 +115,7 @@ class Index:
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self._write_lock:
-                db = self._wdb = self._connect()
+                db = self._wdb = self._connect(writer=True)
                 db.executescript(SCHEMA)  # commits on its own: not inside _writer
                 _upgrade(db)
                 # Which file this is: a rebuilt index is another file with the same path.
@@ -125,7 +126,7 @@ class Index:
 
     # ------------------------------------------------------------ connections
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, *, writer: bool = False) -> sqlite3.Connection:
         if self.read_only:
             db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
         else:
@@ -133,6 +134,16 @@ class Index:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA cache_size=-65536")  # 64 MB per connection
+        if writer:
+            # A write touches ~70 co-occurrence rows per paper at random places
+            # of B-trees that grow with the store: with the pages it needs in
+            # its own cache (256 MB, filled only as used) and the log copied
+            # back to the file every 50,000 pages rather than 1,000 (a page
+            # written by several commits is copied once), a write into a
+            # 30,000-paper index costs what it costs into an empty one
+            # (benchmarks/write_growth.py, BENCHMARKS.md).
+            db.execute("PRAGMA cache_size=-262144")
+            db.execute("PRAGMA wal_autocheckpoint=50000")
         return db
 
     def reader(self) -> sqlite3.Connection:
@@ -149,7 +160,7 @@ class Index:
         with self._write_lock:
             db = self._wdb
             if db is None:
-                db = self._wdb = self._connect()
+                db = self._wdb = self._connect(writer=True)
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
@@ -227,9 +238,11 @@ class Index:
                             "WHERE eid = ? AND type IS NOT NULL",
                             (low, eid),
                         )
+            deltas = _Deltas()
             for row in rows:
-                _remove_paper(db, row.paper_id)
-                _add_paper(db, row)
+                _remove_paper(db, row.paper_id, deltas)
+                _add_paper(db, row, deltas)
+            deltas.apply(db)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('state', ?)", (state,))
 
     def set_entities(
@@ -286,8 +299,10 @@ class Index:
     def delete(self, paper_ids: Iterable[str]) -> None:
         """Take these papers and their contributions out."""
         with self._writer() as db:
+            deltas = _Deltas()
             for paper_id in paper_ids:
-                _remove_paper(db, paper_id)
+                _remove_paper(db, paper_id, deltas)
+            deltas.apply(db)
             db.execute("INSERT OR REPLACE INTO meta VALUES ('state', 'ok')")
 
 
@@ -361,7 +376,62 @@ def _entity(db: sqlite3.Connection, iri: str, type_name: str | None) -> int:
     return _rowid(cur)
 
 
-def _add_paper(db: sqlite3.Connection, row: PaperRow) -> None:
+class _Deltas:
+    """What a write changes in the counters (papers per entity, co-occurrence),
+    summed over all its papers and applied once, in key order.
+
+    Applied paper by paper, every paper touched ~70 co-occurrence rows (and
+    their rank index) at random places in B-trees that grow with the store:
+    once those outgrow SQLite's page cache, each touch is a page read, and a
+    write into a 30,000-paper index cost 1.8× one into an empty index. Summed,
+    a pair named by several papers of the write is one update, and the updates
+    sweep the B-trees in order, reading each page once."""
+
+    def __init__(self) -> None:
+        self.papers: dict[int, int] = {}
+        self.types: dict[int, str] = {}  # eid → the type its relations give it
+        self.pairs: dict[tuple[int, int], list[Any]] = {}  # (a, b) → [change, b's type]
+
+    def link(self, linked: dict[int, str], by: int) -> None:
+        """Add (``by`` = 1) or take away (-1) one paper linking these entities."""
+        for eid, type_name in linked.items():
+            self.papers[eid] = self.papers.get(eid, 0) + by
+            self.types[eid] = type_name
+        for a, b in permutations(linked, 2):
+            pair = self.pairs.get((a, b))
+            if pair is None:
+                self.pairs[(a, b)] = [by, linked[b]]
+            else:
+                pair[0] += by
+
+    def apply(self, db: sqlite3.Connection) -> None:
+        """Write the summed changes."""
+        for eid, change in sorted(self.papers.items()):
+            if not change:
+                continue
+            (old,) = db.execute(
+                "UPDATE entities SET papers = papers + ? WHERE eid=? RETURNING papers - ?",
+                (change, eid, change),
+            ).fetchone()
+            if old == 0:
+                _bump(db, "linked:" + self.types[eid], 1)
+            elif old + change == 0:
+                _bump(db, "linked:" + self.types[eid], -1)
+        ups = sorted((a, b, t, n) for (a, b), (n, t) in self.pairs.items() if n > 0)
+        db.executemany(
+            "INSERT INTO cooc VALUES (?,?,?,?) ON CONFLICT(a, b) DO UPDATE SET n = n + excluded.n",
+            ups,
+        )
+        downs = sorted((a, b, n) for (a, b), (n, _type) in self.pairs.items() if n < 0)
+        db.executemany(
+            "UPDATE cooc SET n = n + ? WHERE a=? AND b=?", [(n, a, b) for a, b, n in downs]
+        )
+        db.executemany(
+            "DELETE FROM cooc WHERE a=? AND b=? AND n <= 0", [(a, b) for a, b, _n in downs]
+        )
+
+
+def _add_paper(db: sqlite3.Connection, row: PaperRow, deltas: _Deltas) -> None:
     pid = _rowid(
         db.execute(
             "INSERT INTO papers (id, iri, title) VALUES (?,?,?)", (row.paper_id, row.iri, row.title)
@@ -377,14 +447,7 @@ def _add_paper(db: sqlite3.Connection, row: PaperRow) -> None:
         eid = _entity(db, iri, None)
         linked[eid] = RELATION_TYPE[rel]
         db.execute("INSERT INTO links VALUES (?,?,?,?)", (eid, row.paper_id, rel, pid))
-    for eid, type_name in linked.items():
-        db.execute("UPDATE entities SET papers = papers + 1 WHERE eid=?", (eid,))
-        if db.execute("SELECT papers FROM entities WHERE eid=?", (eid,)).fetchone()[0] == 1:
-            _bump(db, "linked:" + type_name, 1)
-    db.executemany(
-        "INSERT INTO cooc VALUES (?,?,?,1) ON CONFLICT(a, b) DO UPDATE SET n = n + 1",
-        [(a, b, linked[b]) for a, b in permutations(linked, 2)],
-    )
+    deltas.link(linked, 1)
     for claim in row.claims:
         cid = _rowid(
             db.execute(
@@ -404,7 +467,7 @@ def _add_paper(db: sqlite3.Connection, row: PaperRow) -> None:
     add_results(db, pid, row.paper_id, row.results)
 
 
-def _remove_paper(db: sqlite3.Connection, paper_id: str) -> None:
+def _remove_paper(db: sqlite3.Connection, paper_id: str, deltas: _Deltas) -> None:
     found = db.execute("SELECT pid FROM papers WHERE id=?", (paper_id,)).fetchone()
     if found is None:
         return
@@ -413,13 +476,7 @@ def _remove_paper(db: sqlite3.Connection, paper_id: str) -> None:
     for eid, rel in db.execute("SELECT eid, rel FROM links WHERE pid=?", (pid,)).fetchall():
         linked[eid] = RELATION_TYPE[rel]
     db.execute("DELETE FROM links WHERE pid=?", (pid,))
-    for eid, type_name in linked.items():
-        db.execute("UPDATE entities SET papers = papers - 1 WHERE eid=?", (eid,))
-        if db.execute("SELECT papers FROM entities WHERE eid=?", (eid,)).fetchone()[0] == 0:
-            _bump(db, "linked:" + type_name, -1)
-    pairs = list(permutations(linked, 2))
-    db.executemany("UPDATE cooc SET n = n - 1 WHERE a=? AND b=?", pairs)
-    db.executemany("DELETE FROM cooc WHERE a=? AND b=? AND n <= 0", pairs)
+    deltas.link(linked, -1)
     claims = [c for (c,) in db.execute("SELECT cid FROM claims WHERE pid=?", (pid,)).fetchall()]
     db.executemany("DELETE FROM claim_values WHERE cid=?", [(c,) for c in claims])
     db.executemany("DELETE FROM claim_details WHERE cid=?", [(c,) for c in claims])
