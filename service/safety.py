@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kg.reading.jsonlimits import JsonTooDeep, JsonTooLarge, check_json
-from kg.store.embedded import sparql_text
+from kg.store import sparql_text
 from kg.store.sparql_text import Token, tokens, unescape
 from service.errors import (
     BadRequest,
