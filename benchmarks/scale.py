@@ -43,7 +43,7 @@ def endpoints(store: Path) -> list[str]:
     db = sqlite3.connect(f"file:{index_path(str(store))}?mode=ro", uri=True)
 
     def key(iri: str) -> str:
-        return quote(iri.rsplit("/", 1)[-1], safe="")
+        return quote(iri.rsplit("/", 1)[-1], safe="%")  # IRI tails are encoded already
 
     ranked = (
         "SELECT iri FROM entities WHERE type = ? AND papers > 0 "
@@ -65,6 +65,21 @@ def endpoints(store: Path) -> list[str]:
         "GROUP BY metric ORDER BY count(*) DESC LIMIT 1",
     )
     paper = quote(_one(db, "SELECT id FROM papers ORDER BY id LIMIT 1 OFFSET 100"), safe="")
+    board = db.execute(
+        "SELECT dataset, metric FROM results WHERE dataset IS NOT NULL AND metric IS NOT NULL "
+        "AND relative = 0 AND number IS NOT NULL GROUP BY dataset, metric "
+        "ORDER BY count(*) DESC, dataset, metric LIMIT 1"
+    ).fetchone()
+    compared = ",".join(
+        quote(pid, safe="")
+        for (pid,) in db.execute("SELECT id FROM papers ORDER BY id LIMIT 3 OFFSET 200")
+    )
+    results = [
+        "/leaderboards?min_results=3",
+        *([f"/leaderboards/{key(board[0])}/{key(board[1])}"] if board else []),
+        f"/papers/{paper}/related?limit=10",
+        f"/compare?papers={compared}",
+    ]
     return [
         "/papers",
         f"/papers?task={task}",
@@ -94,6 +109,7 @@ def endpoints(store: Path) -> list[str]:
         f"/graph?focus=method/{method}&depth=1&format=d3",
         f"/graph?focus=task/{task}&depth=1&format=d3&limit=200",
         "/graph/search?q=diffusion",
+        *results,
     ]
 
 

@@ -214,7 +214,9 @@ class QueryPool:
 
     async def _add_worker(self) -> None:
         try:
-            self._idle.put_nowait(await self._spawn())
+            self._idle.put_nowait(worker := await self._spawn())
+            if worker.generation != self._current_path()[0]:
+                self._published()  # a checkpoint was published while it started
         except (PoolError, OSError) as exc:
             log.error("cannot start a query worker: %s", exc)
 

@@ -131,7 +131,7 @@ def test_a_query_in_the_slow_lane_runs_at_the_lowest_cpu_priority(tmp_path: Path
         pool = QueryPool(str(tmp_path / "store"), 1, snapshots, slow_lane=1, budget=0.2)
         await pool.start()
         try:
-            while len(pool.pids) < 2:  # the slow-lane worker starts in the background
+            while len(pool.pids) < 2:  # the workers start in the background
                 await asyncio.sleep(0.05)
             own = os.getpriority(os.PRIO_PROCESS, 0)
             running = asyncio.create_task(pool.run(_request(slow), timeout=3))
@@ -160,6 +160,7 @@ def test_a_query_waiting_for_a_cpu_is_not_taken_for_a_slow_one(tmp_path: Path) -
         pool = QueryPool(str(tmp_path / "store"), 1, snapshots, slow_lane=0, budget=0.2)
         await pool.start()
         try:
+            assert await pool.wait_running(60)  # workers start in the background
             (pid,) = pool.pids
             os.kill(pid, signal.SIGSTOP)  # no CPU for a second, as on a loaded machine
             asyncio.get_running_loop().call_later(1.0, os.kill, pid, signal.SIGCONT)

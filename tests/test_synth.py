@@ -45,7 +45,8 @@ def _tables(store: Path) -> dict[str, list[tuple]]:
         # INSERT OR REPLACE renumbers rows (meta, counts) or there are none.
         columns = "*" if table in {"meta", "counts", "names", "links", "cooc"} else "rowid, *"
         rows = db.execute(f"SELECT {columns} FROM {table}").fetchall()
-        out[table] = sorted(rows, key=repr)
+        # Each index file has an instance id of its own (which file it is).
+        out[table] = sorted((r for r in rows if table != "meta" or r[0] != "instance"), key=repr)
     db.close()
     return out
 

@@ -90,10 +90,11 @@ def result_rows(quads: Iterable[Quad]) -> list[ResultRow]:
     for iri in results:
         r = props.get(iri, {})
         v, c = props.get(r.get("value", ""), {}), props.get(r.get("claim", ""), {})
+        metric, dataset, task, method = (r.get(role) for role in RESULT_ROLES)
         try:
             row = ResultRow(
                 _number(v.get("number")), v.get("unit"), v["text"], int(v["start"]),
-                int(v["end"]), *(r.get(role) for role in RESULT_ROLES),
+                int(v["end"]), metric, dataset, task, method,
                 r["proposed"] == "true", r["relative"] == "true",
                 c["text"], int(c["start"]), int(c["end"]),
             )  # fmt: skip
