@@ -18,7 +18,7 @@ from urllib.parse import unquote
 from kg.mapping.papers import PaperQuads, content_hash, map_paper
 from kg.model import PaperExtraction, Record, Rejected
 from kg.reading.readers import Item, read_paths, unique
-from kg.store.consolidation import ConsolidationReport, consolidate, forget
+from kg.store.consolidation import ConsolidationReport, Forgotten, consolidate, forget
 from kg.store.embedded import GraphStore, StoreError
 from kg.store.queries import rows, run
 from kg.store.taxonomy import derive_taxonomy
@@ -147,18 +147,26 @@ def ingest_items(
 
     pending: list[PaperQuads] = []
     pending_new: list[PaperQuads] = []
+    written: list[str] = []
+    replaced = Forgotten()  # what the papers a write replaces named before
 
     def flush() -> None:
         if pending_new:
             store.write_papers(pending_new, new=True)
         if pending:
+            for p in pending:
+                old = forget(store, p.paper_id)
+                replaced.iris |= old.iris
+                replaced.shorts |= old.shorts
             store.write_papers(pending)
         for p in pending_new:
             report.added += 1
             status.pop(p.paper_id, None)
+            written.append(p.paper_id)
         for p in pending:
             report.updated += 1
             status.pop(p.paper_id, None)
+            written.append(p.paper_id)
         pending.clear()
         pending_new.clear()
         if progress:
@@ -175,7 +183,7 @@ def ingest_items(
         flush()
         if report.added or report.updated:
             # Nodes and the taxonomy are decided across papers: they follow every change.
-            report.consolidation = consolidate(store)
+            report.consolidation = consolidate(store, touched=written, forgotten=replaced)
             derive_taxonomy(store)
         store.flush()
     except OSError as exc:

@@ -185,6 +185,26 @@ def _short(text: str) -> str:
     return text[:-1] if len(text) > 2 and text.endswith("s") and text[:-1].isupper() else text
 
 
+def acronym_short(text: str, *, shaped: bool = True) -> str | None:
+    """The acronym a label is written as ("LLMs" → "LLM"), or None when the label
+    is not one; ``shaped=False`` for a definition's short form, taken as given."""
+    if shaped and not _acronym_shaped(text):
+        return None
+    return _short(text) or None
+
+
+def strip_chain(key: str, label: str) -> list[tuple[str, str]]:
+    """Every ``(key, label)`` that removing container words from the end gives
+    (``glue-benchmark-suite`` → ``glue-benchmark`` → ``glue``), whether or not
+    :func:`resolve` would take the step: what a node may be joined to."""
+    out = []
+    stripped = _strip_container(key, label)
+    while stripped is not None and stripped[0] and stripped not in out:
+        out.append(stripped)
+        stripped = _strip_container(*stripped)
+    return out
+
+
 def corpus_acronyms(
     definitions: Iterable[tuple[str, str, str]], bare: dict[str, set[str]] | None = None
 ) -> dict[str, tuple[str, str]]:

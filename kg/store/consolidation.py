@@ -17,20 +17,26 @@ with it (a node no paper names any more disappears).
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from urllib.parse import unquote
 
 from pyoxigraph import Literal, NamedNode, Quad
 
 from kg import schema
+from kg.extraction.canonical import canonical_key
 from kg.mapping.consolidation import (
     Node,
     Resolution,
     Surface,
+    Target,
+    acronym_short,
     resolve,
     rewrite_graph,
+    strip_chain,
     text,
     type_evidence_iri,
 )
@@ -39,7 +45,8 @@ from kg.mapping.papers import ENTITIES_GRAPH
 from kg.mapping.results import boolean
 from kg.model import EntityType
 from kg.store.common import GraphStore
-from kg.store.index import paper_quads
+from kg.store.index import evidence_rows as ev
+from kg.store.index import index_of, paper_quads
 from kg.store.queries import rows, run
 from kg.vocab import ID_PREFIX, KG, RDF, SKOS, XSD, paper_id_from_graph
 
@@ -58,6 +65,8 @@ class ConsolidationReport:
     quads_removed: int = 0
     quads_added: int = 0
     seconds: float = 0.0
+    scoped: bool = False
+    """Whether only the evidence the write could change was read (see :func:`consolidate`)."""
 
     def to_json(self) -> dict[str, float | int]:
         """The report as JSON (``kg ingest --json``, ``POST /papers``)."""
@@ -67,6 +76,7 @@ class ConsolidationReport:
             "papers_rewritten": self.papers_rewritten,
             "quads_removed": self.quads_removed,
             "quads_added": self.quads_added,
+            "scoped": self.scoped,
             "seconds": round(self.seconds, 3),
         }
 
@@ -95,6 +105,78 @@ def read_evidence(store: GraphStore) -> tuple[list[Surface], list[tuple[str, str
         for r in rows(run(store, "store/acronym-definitions"))
     ]
     return surfaces, definitions
+
+
+@dataclass
+class Forgotten:
+    """What deleted papers named: the entity IRIs (raw and resolved) whose
+    descriptions must go when no other paper names them, and the acronyms they
+    were written as (their papers no longer count for the corpus's decisions)."""
+
+    iris: set[str] = field(default_factory=set)
+    shorts: set[str] = field(default_factory=set)
+
+
+def scoped_evidence(
+    db: sqlite3.Connection, keys: Iterable[str], shorts: Iterable[str]
+) -> tuple[list[Surface], list[tuple[str, str, str]]]:
+    """Every surface form and definition whose resolution can depend on these
+    keys and acronyms, read from the index: a set closed under what
+    :func:`~kg.mapping.consolidation.resolve` looks at (the same key and the
+    keys that continue it, the acronyms a surface is written as, their
+    definitions and long forms, and the keys container words strip to), so that
+    resolving it alone decides its nodes exactly as resolving the whole corpus."""
+    seen_keys: set[str] = set()
+    seen_shorts: set[str] = set()
+    todo_keys, todo_shorts = set(keys), set(shorts)
+    surfaces: dict[str, Surface] = {}
+    definitions: set[tuple[str, str, str]] = set()
+
+    def follow(key: str, label: str) -> None:
+        todo_keys.add(key)
+        for k, lab in [(key, label), *strip_chain(key, label)]:
+            todo_keys.add(k)
+            if (short := acronym_short(lab)) is not None:
+                todo_shorts.add(short)
+
+    while todo_keys or todo_shorts:
+        if todo_keys:
+            key = todo_keys.pop()
+            if not key or key in seen_keys:
+                continue
+            seen_keys.add(key)
+            found, defined = ev.surfaces_by_key(db, key), ev.definitions_by_long_key(db, key)
+        else:
+            short = todo_shorts.pop()
+            if short in seen_shorts:
+                continue
+            seen_shorts.add(short)
+            todo_keys.add(canonical_key(short))
+            found, defined = ev.surfaces_by_short(db, short), ev.definitions_by_short(db, short)
+        for s in found:
+            if s.iri not in surfaces:
+                surfaces[s.iri] = s
+                follow(s.key, s.label)
+                if s.resolved:
+                    todo_keys.add(_iri_key(s.resolved))
+        for d in defined:
+            if d not in definitions:
+                definitions.add(d)
+                if (written := acronym_short(d[1], shaped=False)) is not None:
+                    todo_shorts.add(written)
+                follow(canonical_key(d[2]), d[2])
+    return sorted(surfaces.values(), key=lambda s: s.iri), sorted(definitions)
+
+
+def _iri_key(iri: str) -> str:
+    """The canonical key of an entity IRI (its last segment, decoded)."""
+    return unquote(iri.rsplit("/", 1)[-1])
+
+
+def _current_target(iri: str) -> Target:
+    """The node a surface form is resolved to now, as a :class:`Target`."""
+    segment = iri[len(ID_PREFIX) :].split("/", 1)[0]
+    return Target(iri, schema.kind(segment).name, _iri_key(iri))
 
 
 def node_quads(node: Node) -> list[Quad]:
@@ -127,8 +209,14 @@ def node_quads(node: Node) -> list[Quad]:
     return out
 
 
-def _entity_quads(store: GraphStore) -> Iterator[Quad]:
+def _entity_quads(store: GraphStore, subjects: set[str] | None = None) -> Iterator[Quad]:
+    """The entities graph's quads (only these subjects' when given and the store
+    is embedded: one lookup each instead of a scan)."""
     raw = store.native()
+    if raw is not None and subjects is not None:
+        for subject in sorted(subjects):
+            yield from raw.quads_for_pattern(NamedNode(subject), None, None, ENTITIES_GRAPH)
+        return
     if raw is not None:
         yield from raw.quads_for_pattern(None, None, None, ENTITIES_GRAPH)
         return
@@ -147,14 +235,35 @@ def _raw_iri(surface_iri: str) -> str:
     return ID_PREFIX + "/".join(surface_iri.rsplit("/", 2)[-2:])
 
 
-def consolidate(store: GraphStore, *, forgotten: Iterable[str] = ()) -> ConsolidationReport:
+def consolidate(
+    store: GraphStore,
+    *,
+    forgotten: Forgotten | None = None,
+    touched: Iterable[str] | None = None,
+) -> ConsolidationReport:
     """Bring the store's nodes in line with its evidence (see the module docstring).
 
-    ``forgotten``: entity IRIs that deleted papers named, whose descriptions
-    must go when no other paper names them."""
+    ``touched``: ids of the papers a write added or replaced; ``forgotten``: what
+    deleted papers named. Given either, and an index that holds the evidence,
+    only the evidence those can change is read and decided
+    (:func:`scoped_evidence`): the cost follows the write, not the store.
+    Otherwise every paper's evidence is read."""
     started = time.perf_counter()
-    surfaces, definitions = read_evidence(store)
-    report = ConsolidationReport(surfaces=len(surfaces))
+    forgotten = forgotten or Forgotten()
+    index = index_of(store)
+    report = ConsolidationReport()
+    if index is not None and index.has_evidence() and (touched is not None or forgotten.iris):
+        db = index.reader()
+        own = ev.papers_evidence(db, touched or ())
+        keys = {s.key for s in own.surfaces} | {canonical_key(d[2]) for d in own.definitions}
+        keys |= {_iri_key(i) for i in forgotten.iris}
+        shorts = {a for s in own.surfaces if (a := acronym_short(s.label)) is not None}
+        shorts |= {a for d in own.definitions if (a := acronym_short(d[1], shaped=False))}
+        surfaces, definitions = scoped_evidence(db, keys, shorts | forgotten.shorts)
+        report.scoped = True
+    else:
+        surfaces, definitions = read_evidence(store)
+    report.surfaces = len(surfaces)
     resolution = resolve(surfaces, definitions)
     report.nodes = len(resolution.nodes)
     remove: list[Quad] = []
@@ -174,7 +283,13 @@ def consolidate(store: GraphStore, *, forgotten: Iterable[str] = ()) -> Consolid
         if pid is None:
             continue
         old = list(paper_quads(store, pid))
-        new = rewrite_graph(old, NamedNode(papers[graph]), resolution.targets)
+        # Surface forms outside a scoped read keep the node they stand for.
+        targets = {
+            text(q.subject): _current_target(text(q.object))
+            for q in old
+            if q.predicate == KG.resolvedTo and text(q.subject) not in resolution.targets
+        }
+        new = rewrite_graph(old, NamedNode(papers[graph]), {**targets, **resolution.targets})
         before, after = set(old), set(new)
         remove.extend(q for q in old if q not in after)
         add.extend(q for q in new if q not in before)
@@ -182,13 +297,13 @@ def consolidate(store: GraphStore, *, forgotten: Iterable[str] = ()) -> Consolid
         write()
     write(force=True)
 
-    managed = set(resolution.nodes) | set(forgotten)
+    managed = set(resolution.nodes) | forgotten.iris
     managed |= {_raw_iri(s.iri) for s in surfaces} | {s.resolved for s in surfaces if s.resolved}
     desired = {q for node in resolution.nodes.values() for q in node_quads(node)}
     evidence_of = {type_evidence_iri(iri, t): iri for iri in managed for t in _TYPES}
     current = {
         q
-        for q in _entity_quads(store)
+        for q in _entity_quads(store, None if not report.scoped else managed | set(evidence_of))
         if text(q.subject) in managed or text(q.subject) in evidence_of
     }
     # Compared by value: a store may print 3.0 back as "3".
@@ -200,13 +315,18 @@ def consolidate(store: GraphStore, *, forgotten: Iterable[str] = ()) -> Consolid
     return report
 
 
-def forget(store: GraphStore, paper_id: str) -> set[str]:
-    """The entity IRIs a paper's surface forms name (raw and resolved): what its
-    deletion must pass to :func:`consolidate` as ``forgotten``."""
-    out: set[str] = set()
+def forget(store: GraphStore, paper_id: str) -> Forgotten:
+    """What a paper's surface forms name and how they are written: what its
+    deletion must pass to :func:`consolidate` (call it before the deletion)."""
+    out = Forgotten()
     for q in paper_quads(store, paper_id):
         if q.predicate == KG.resolvedTo:
-            out |= {text(q.object), _raw_iri(text(q.subject))}
+            out.iris |= {text(q.object), _raw_iri(text(q.subject))}
+        elif q.predicate == KG.text and "/surface/" in text(q.subject):
+            out.shorts.add(acronym_short(text(q.object)) or "")
+        elif q.predicate == KG.shortForm:
+            out.shorts.add(acronym_short(text(q.object), shaped=False) or "")
+    out.shorts.discard("")
     return out
 
 

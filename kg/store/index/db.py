@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+from kg.store.index.evidence_rows import EVIDENCE_SCHEMA, add_evidence, remove_evidence
 from kg.store.index.result_rows import (
     RESULTS_SCHEMA,
     add_results,
@@ -94,6 +95,7 @@ CREATE INDEX IF NOT EXISTS claim_values_number ON claim_values (number);
 CREATE TABLE IF NOT EXISTS counts (key TEXT PRIMARY KEY, n INTEGER NOT NULL);
 """
     + RESULTS_SCHEMA
+    + EVIDENCE_SCHEMA
 )
 
 
@@ -135,13 +137,11 @@ class Index:
             db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA cache_size=-65536")  # 64 MB per connection
         if writer:
-            # A write touches ~70 co-occurrence rows per paper at random places
-            # of B-trees that grow with the store: with the pages it needs in
-            # its own cache (256 MB, filled only as used) and the log copied
-            # back to the file every 50,000 pages rather than 1,000 (a page
-            # written by several commits is copied once), a write into a
-            # 30,000-paper index costs what it costs into an empty one
-            # (benchmarks/write_growth.py, BENCHMARKS.md).
+            # A write touches ~70 co-occurrence rows per paper at random places of
+            # B-trees that grow with the store: its own 256 MB cache (filled only
+            # as used) and the log copied back every 50,000 pages, not 1,000 (a page
+            # written by several commits is copied once), cut the growth (0.76 ->
+            # 0.79 of an empty index's rate at 30k; benchmarks/write_growth.py).
             db.execute("PRAGMA cache_size=-262144")
             db.execute("PRAGMA wal_autocheckpoint=50000")
         return db
@@ -182,13 +182,20 @@ class Index:
 
     # ------------------------------------------------------------ state
 
-    def version(self) -> str | None:
-        """The schema version the file was made with (None: unreadable)."""
+    def _meta(self, key: str) -> str | None:
         try:
-            row = self.reader().execute("SELECT value FROM meta WHERE key='version'").fetchone()
+            row = self.reader().execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         except sqlite3.Error:
             return None
         return row[0] if row else None
+
+    def version(self) -> str | None:
+        """The schema version the file was made with (None: unreadable)."""
+        return self._meta("version")
+
+    def has_evidence(self) -> bool:
+        """Whether the evidence tables hold every paper's (:mod:`.evidence_rows`)."""
+        return self._meta("evidence") == "ok"
 
     def state(self) -> str:
         """``ok``, ``writing``, ``stale`` or ``empty`` (never filled)."""
@@ -320,6 +327,8 @@ def _upgrade(db: sqlite3.Connection) -> None:
         db.execute("COMMIT")
     elif row is None:
         db.execute("INSERT INTO meta VALUES ('version', ?)", (SCHEMA_VERSION,))
+        # A new file holds every paper's evidence (an older one only the newer papers').
+        db.execute("INSERT INTO meta VALUES ('evidence', 'ok')")
 
 
 def version(db: sqlite3.Connection) -> int:
@@ -465,6 +474,8 @@ def _add_paper(db: sqlite3.Connection, row: PaperRow, deltas: _Deltas) -> None:
         )
     _bump(db, "class:Claim", len(row.claims))
     add_results(db, pid, row.paper_id, row.results)
+    if row.evidence is not None:
+        add_evidence(db, pid, row.evidence)
 
 
 def _remove_paper(db: sqlite3.Connection, paper_id: str, deltas: _Deltas) -> None:
@@ -482,6 +493,7 @@ def _remove_paper(db: sqlite3.Connection, paper_id: str, deltas: _Deltas) -> Non
     db.executemany("DELETE FROM claim_details WHERE cid=?", [(c,) for c in claims])
     db.execute("DELETE FROM claims WHERE pid=?", (pid,))
     remove_results(db, pid)
+    remove_evidence(db, pid)
     _bump(db, "class:Claim", -len(claims))
     db.execute("DELETE FROM papers_fts WHERE rowid=?", (pid,))
     db.execute("DELETE FROM papers WHERE pid=?", (pid,))

@@ -16,6 +16,7 @@ from typing import Any
 from pyoxigraph import NamedNode, Quad
 
 from kg import schema
+from kg.store.index.evidence_rows import Evidence, evidence_rows
 from kg.store.index.result_rows import ResultRow, result_rows
 from kg.vocab import DCTERMS, KG, RDF, SKOS
 
@@ -88,6 +89,8 @@ class PaperRow:
     """Node IRI → property (``_DETAIL`` names) → value, for claims' JSON."""
     results: list[ResultRow] = field(default_factory=list)
     """The paper's results (:mod:`kg.store.index.results`)."""
+    evidence: Evidence | None = None
+    """The paper's surface forms and acronym definitions (consolidation's evidence)."""
 
     def claim_detail(self, claim: ClaimRow) -> dict[str, Any]:
         """What ``GET /claims`` shows of a claim, without entity labels (read
@@ -145,7 +148,7 @@ def paper_row(paper_id: str, iri: str, quads: Iterable[Quad]) -> PaperRow:
     claims: dict[str, ClaimRow] = {}
     numbers: dict[str, list[float]] = {}
     props: dict[str, dict[str, str]] = {}
-    quads = list(quads)  # read twice: here and for the results
+    quads = list(quads)  # read three times: here, for the results and for the evidence
     for q in quads:
         # Most quads (mentions, sentences, provenance) matter not: test the
         # predicate term first and read strings only for those that do.
@@ -176,7 +179,7 @@ def paper_row(paper_id: str, iri: str, quads: Iterable[Quad]) -> PaperRow:
                 numbers.setdefault(s, []).append(float(o))
     return PaperRow(
         paper_id, iri, title, abstract, links, list(claims.values()), numbers, props,
-        result_rows(quads),
+        result_rows(quads), evidence_rows(quads),
     )  # fmt: skip
 
 
