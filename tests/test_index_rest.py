@@ -278,9 +278,14 @@ def test_task_filters_with_narrower_tasks_are_read_from_the_index(
         assert pages == [p["id"] for p in wide["items"]], "pages follow one order"
 
 
-def test_prefix_lists_page_like_one_sort(both: tuple) -> None:
+@pytest.mark.parametrize("sort_always", [0, 5_000])
+def test_prefix_lists_page_like_one_sort(
+    both: tuple, sort_always: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from kg.store.index import read as ix
 
+    # 0: the rank walk wherever its estimate is cheaper; 5,000: every list here sorted.
+    monkeypatch.setattr(ix, "SORT_ALWAYS", sort_always)
     indexed, _scanning = both
     index = indexed.app.state.store.search_index()
     db = index.reader()

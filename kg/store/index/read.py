@@ -233,6 +233,10 @@ def search_entities(index: Index, text: str, limit: int) -> list[dict[str, Any]]
     return found
 
 
+SORT_ALWAYS = 5_000
+"""Prefix matches up to this many are sorted rather than found by a rank walk."""
+
+
 def ranked_entities(
     index: Index, type_name: str, prefix: str | None, limit: int, offset: int
 ) -> tuple[int, list[tuple[str, str, str | None, int]]]:
@@ -273,9 +277,12 @@ def ranked_entities(
     # The page: sorting every match costs ~total rows; walking the type's
     # entities most papers first and keeping those named by the prefix costs
     # ~(offset + limit) x linked / total rows when matches are spread evenly
-    # (a short, common prefix). The cheaper way; both give the same rows.
+    # (a short, common prefix). The cheaper way; both give the same rows. A few
+    # thousand matches are sorted whatever the estimate: they are often long-tail
+    # names the walk reaches last (`/methods?prefix=tra` at 100k papers: 3,243
+    # matches, 63 ms walked, 5 ms sorted).
     linked = count(index, "linked:" + type_name)
-    if (offset + limit) * linked < total * total:
+    if total > SORT_ALWAYS and (offset + limit) * linked < total * total:
         page = db.execute(
             "SELECT iri, type, label, papers FROM entities INDEXED BY entities_rank "
             f"WHERE type = ? AND papers > 0 AND eid IN ({named}) "
