@@ -76,9 +76,10 @@ def endpoints(store: Path) -> list[str]:
     )
     results = [
         "/leaderboards?min_results=3",
-        *([f"/leaderboards/{key(board[0])}/{key(board[1])}"] if board else []),
         f"/papers/{paper}/related?limit=10",
         f"/compare?papers={compared}",
+        # last: a store without results (the synthetic ones) has no board to ask for
+        *([f"/leaderboards/{key(board[0])}/{key(board[1])}"] if board else []),
     ]
     return [
         "/papers",
@@ -198,11 +199,9 @@ def print_table(results: dict) -> None:
             r = rows[i] if i < len(rows) else None
             cells.append(f"{r['p50_ms']:.1f} / {r['p99_ms']:.1f}" if r else "–")
         if growth:
-            p50 = {
-                n: list(results["stores"][n]["endpoints"].values())[i]["p50_ms"]
-                for n in ("10k", "100k")
-            }
-            cells.append(f"{p50['100k'] / p50['10k']:.2f}×" if p50["10k"] else "–")
+            ends = {n: list(results["stores"][n]["endpoints"].values()) for n in ("10k", "100k")}
+            p50 = {n: rows[i]["p50_ms"] if i < len(rows) else 0 for n, rows in ends.items()}
+            cells.append(f"{p50['100k'] / p50['10k']:.2f}×" if p50["10k"] and p50["100k"] else "–")
         print(f"| `{path}` | " + " | ".join(cells) + " |")
     print(
         "| `kg serve` start (s) | "
