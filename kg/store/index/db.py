@@ -138,10 +138,9 @@ class Index:
         db.execute("PRAGMA cache_size=-65536")  # 64 MB per connection
         if writer:
             # A write touches ~70 co-occurrence rows per paper at random places of
-            # B-trees that grow with the store: its own 256 MB cache (filled only
-            # as used) and the log copied back every 50,000 pages, not 1,000 (a page
-            # written by several commits is copied once), cut the growth (0.76 ->
-            # 0.79 of an empty index's rate at 30k; benchmarks/write_growth.py).
+            # growing B-trees: a 256 MB cache (filled as used) and the log copied back
+            # every 50,000 pages, not 1,000 (a page written by several commits is
+            # copied once), cut the growth (benchmarks/write_growth.py).
             db.execute("PRAGMA cache_size=-262144")
             db.execute("PRAGMA wal_autocheckpoint=50000")
         return db
@@ -235,15 +234,11 @@ class Index:
                         (info.label, eid),
                     )
                 for name in info.names:
-                    low = name.lower()
-                    if db.execute(
-                        "INSERT OR IGNORE INTO names VALUES (?,?,?)", (low, eid, name)
-                    ).rowcount:
-                        db.execute("INSERT INTO names_tri VALUES (?,?,?)", (low, eid, name))
+                    if _add_name(db, eid, name):
                         db.execute(
                             "INSERT OR IGNORE INTO type_names SELECT type, ?, eid FROM entities "
                             "WHERE eid = ? AND type IS NOT NULL",
-                            (low, eid),
+                            (name.lower(), eid),
                         )
             deltas = _Deltas()
             for row in rows:
@@ -291,11 +286,7 @@ class Index:
                     continue
                 db.execute("UPDATE entities SET label=? WHERE eid=?", (info.label, eid))
                 for name in info.names:
-                    low = name.lower()
-                    if db.execute(
-                        "INSERT OR IGNORE INTO names VALUES (?,?,?)", (low, eid, name)
-                    ).rowcount:
-                        db.execute("INSERT INTO names_tri VALUES (?,?,?)", (low, eid, name))
+                    _add_name(db, eid, name)
                 if new_type is not None:
                     db.execute(
                         "INSERT OR IGNORE INTO type_names SELECT ?, lname, eid FROM names "
@@ -338,6 +329,15 @@ def version(db: sqlite3.Connection) -> int:
     except sqlite3.Error:
         return 0
     return int(row[0]) if row else 0
+
+
+def _add_name(db: sqlite3.Connection, eid: int, name: str) -> bool:
+    """Give an entity a name (and its trigram row); whether it is new."""
+    low = name.lower()
+    if not db.execute("INSERT OR IGNORE INTO names VALUES (?,?,?)", (low, eid, name)).rowcount:
+        return False
+    db.execute("INSERT INTO names_tri VALUES (?,?,?)", (low, eid, name))
+    return True
 
 
 def _drop_name(db: sqlite3.Connection, eid: int, name: str) -> None:
