@@ -26,6 +26,7 @@ from urllib.parse import quote, unquote
 from kg import schema
 from kg.model import EntityType
 from kg.store.embedded import GraphStore
+from kg.store.index.result_rows import ResultRow
 from kg.store.index.results import IndexedResults
 from kg.store.queries import rows, run
 from kg.vocab import ID_PREFIX, KG
@@ -48,24 +49,10 @@ _RELATED_FIELDS = tuple(r.key for k, r in schema.relations() if k.segment != MET
 
 
 @dataclass(slots=True)
-class IndexedResult:
-    """One result row, with plain Python values."""
+class IndexedResult(ResultRow):
+    """One result row, with plain Python values, and the paper it is of."""
 
     paper: str
-    number: float | None
-    unit: str | None
-    text: str
-    start: int
-    end: int
-    metric: str | None
-    dataset: str | None
-    task: str | None
-    method: str | None
-    proposed: bool
-    relative: bool
-    claim_text: str
-    claim_start: int
-    claim_end: int
 
 
 @dataclass(slots=True)
@@ -136,7 +123,6 @@ class ResultsIndex:
             v = {k: _py(t) for k, t in r.items()}
             self.results.append(
                 IndexedResult(
-                    v["paper"],
                     v.get("number"),
                     v.get("unit"),
                     v["valueText"],
@@ -151,6 +137,7 @@ class ResultsIndex:
                     v["claimText"],
                     v["claimStart"],
                     v["claimEnd"],
+                    v["paper"],
                 )  # fmt: skip
             )
         self.narrower: dict[str, set[str]] = defaultdict(set)
