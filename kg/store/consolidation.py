@@ -133,7 +133,6 @@ def scoped_evidence(
     definitions: set[tuple[str, str, str]] = set()
 
     def follow(key: str, label: str) -> None:
-        todo_keys.add(key)
         for k, lab in [(key, label), *strip_chain(key, label)]:
             todo_keys.add(k)
             if (short := acronym_short(lab)) is not None:

@@ -192,10 +192,3 @@ def papers_evidence(db: sqlite3.Connection, paper_ids: Iterable[str]) -> Evidenc
             f"SELECT graph, written, long FROM acronyms WHERE pid IN ({pids})", chunk
         ).fetchall()
     return Evidence(surfaces, definitions)
-
-
-def all_evidence(db: sqlite3.Connection) -> Evidence:
-    """Every surface form and definition of the corpus."""
-    surfaces = [_surface(r) for r in db.execute(f"SELECT {_SURFACE_COLUMNS} FROM surfaces")]
-    definitions = db.execute("SELECT graph, written, long FROM acronyms").fetchall()
-    return Evidence(surfaces, definitions)
