@@ -109,7 +109,11 @@ def test_idle_workers_are_reopened_in_the_background(tmp_path: Path) -> None:
             while {w.generation for w in pool._all} != {pool.generation}:
                 assert time.monotonic() < deadline, "idle workers were not reopened"
                 await asyncio.sleep(0.05)
-            # Checkpoints no worker reads any more are deleted.
+            # Checkpoints no worker reads any more are deleted once the reopening
+            # is done (a worker's generation is set when its reopening starts).
+            while set(pool.snapshots.paths) != {pool.generation}:
+                assert time.monotonic() < deadline, "old checkpoints were not deleted"
+                await asyncio.sleep(0.05)
             assert set(pool.snapshots.paths) == {pool.generation}
         finally:
             await pool.close()
