@@ -64,6 +64,17 @@ def tree_rss_mb(root: int | None = None) -> float:
     return total / 1024
 
 
+def tree_pids(root: int) -> list[int]:
+    """A process and all its descendants."""
+    tree = _children()
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(tree.get(pid, ()))
+    return found
+
+
 class PeakSampler:
     """Samples the process tree's RSS in a thread; ``peak`` is the largest sample."""
 

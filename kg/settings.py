@@ -100,6 +100,19 @@ class Settings:
     query_queue: int = 64
     """Queries that may wait for a worker (``KG_QUERY_QUEUE``); more is a 503 with
     ``Retry-After``."""
+    max_concurrent_requests: int = 0
+    """REST, page, export and write requests the web process works on at once
+    (``KG_MAX_CONCURRENT_REQUESTS``; 0 = twice the CPUs). SPARQL queries are
+    bounded by ``query_workers`` and ``query_queue`` instead."""
+    request_queue: int = 32
+    """Such requests that may wait for one of those slots (``KG_REQUEST_QUEUE``);
+    more is a 503 ``overloaded`` with ``Retry-After``."""
+    request_max_wait: float = 0.1
+    """Longest likely wait, in seconds, for one of those slots or for a query
+    worker, judged by how long recent requests took (``KG_REQUEST_MAX_WAIT``): a
+    request or query that would likely wait longer is refused at once (503
+    ``overloaded`` with ``Retry-After``) rather than queued, so what is admitted
+    stays fast under overload."""
     update_timeout: float = 10.0
     """Seconds a SPARQL update with a WHERE clause, or the parsing of a Graph Store
     body, may take (``KG_UPDATE_TIMEOUT``); past it nothing is written (503)."""

@@ -13,6 +13,7 @@ import asyncio
 import atexit
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
@@ -32,6 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from kg import __version__
 from kg.store.embedded import GraphStore, QueryResult, StoreError, is_remote, open_store
 from service import api, graph, gsp, results_api, sparql
+from service.admission import Admission, Gate
 from service.cache import ResultCache
 from service.deps import get_store
 from service.errors import Unavailable, install_error_handlers, problem_response
@@ -145,6 +147,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             slow_lane=settings.slow_queries,
             budget=settings.query_budget,
             queue=settings.query_queue,
+            max_wait=settings.request_max_wait,
         )
         try:
             await pool.start()
@@ -336,6 +339,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     # Added first, so it runs inside CORS and the access log (a /health answer
     # still carries CORS headers and is logged) but before routing and handlers.
+    # Innermost, so its refusals still carry CORS headers and are logged.
+    app.state.admission = Gate(
+        concurrent=settings.max_concurrent_requests or 2 * (os.cpu_count() or 1),
+        queue=settings.request_queue,
+        max_wait=settings.request_max_wait,
+    )
+    app.add_middleware(Admission, gate=app.state.admission)
     app.add_middleware(HealthCheck)
     if settings.cors_origins:
         app.add_middleware(
@@ -422,4 +432,5 @@ async def ready(request: Request) -> dict[str, Any]:
         "store": "remote" if is_remote(settings.store) else "embedded",
         "writable": settings.writable and not store.read_only,
         "query_workers": len(pool.pids) if pool else 0,
+        "refused_overloaded": request.app.state.admission.refused,
     }

@@ -30,12 +30,11 @@ import logging
 import os
 import pickle
 import shutil
-import signal
-import struct
 import subprocess
 import sys
 import time
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from kg.store.sparql_text import tokens
@@ -50,14 +49,9 @@ from service.messages import (
 )
 from service.processes import cpu_seconds, set_nice
 from service.snapshots import Snapshots
+from service.worker_link import PoolError, WorkerLink, WorkerProtocol
 
 log = logging.getLogger("kg.service")
-
-_HEADER = struct.Struct(">I")
-
-
-class PoolError(Exception):
-    """The pool could not start or a worker died."""
 
 
 class PoolTimeout(Exception):
@@ -66,87 +60,6 @@ class PoolTimeout(Exception):
 
 class PoolBusy(Exception):
     """Admission control refused the query: the wait queue or the slow lane is full."""
-
-
-class _WorkerProtocol(asyncio.SubprocessProtocol):
-    """Reads reply frames from a worker's stdout as they arrive and hands each to
-    the waiting caller. (A protocol, not asyncio's stream wrappers: it costs the
-    web process a fraction of the CPU per query.)"""
-
-    def __init__(self) -> None:
-        self.buffer = bytearray()
-        self.waiter: asyncio.Future[Any] | None = None
-        self.closed = False
-
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        if fd != 1:
-            return
-        self.buffer += data
-        while len(self.buffer) >= _HEADER.size:
-            (size,) = _HEADER.unpack_from(self.buffer)
-            if len(self.buffer) < _HEADER.size + size:
-                return
-            frame = bytes(self.buffer[_HEADER.size : _HEADER.size + size])
-            del self.buffer[: _HEADER.size + size]
-            waiter, self.waiter = self.waiter, None
-            if waiter is not None and not waiter.done():
-                waiter.set_result(pickle.loads(frame))
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        if fd == 1:
-            self._fail()
-
-    def process_exited(self) -> None:
-        self._fail()
-
-    def _fail(self) -> None:
-        self.closed = True
-        waiter, self.waiter = self.waiter, None
-        if waiter is not None and not waiter.done():
-            waiter.set_exception(PoolError("the query worker exited"))
-
-    def expect(self) -> asyncio.Future[Any]:
-        """A future for the next reply frame."""
-        waiter = asyncio.get_running_loop().create_future()
-        if self.closed:
-            waiter.set_exception(PoolError("the query worker exited"))
-        else:
-            self.waiter = waiter
-        return waiter
-
-
-class _Worker:
-    def __init__(
-        self, transport: asyncio.SubprocessTransport, protocol: _WorkerProtocol, generation: int
-    ) -> None:
-        self.transport = transport
-        self.protocol = protocol
-        self.pid = transport.get_pid()
-        self.generation = generation  # the store generation this worker has open
-        self.lowered = False  # its CPU priority was lowered for a slow query
-
-    def call(self, payload: bytes) -> asyncio.Future[Any]:
-        """Send one request; the future resolves to the worker's reply."""
-        reply = self.protocol.expect()
-        stdin = self.transport.get_pipe_transport(0)
-        assert stdin is not None
-        stdin.write(_HEADER.pack(len(payload)) + payload)
-        return reply
-
-    async def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            self.transport.send_signal(signal.SIGKILL)
-        await self.wait(5)
-
-    async def wait(self, seconds: float) -> bool:
-        """Wait for the process to end; False when it is still running after ``seconds``."""
-        deadline = time.monotonic() + seconds
-        while self.transport.get_returncode() is None:
-            if time.monotonic() > deadline:
-                return False
-            await asyncio.sleep(0.01)
-        self.transport.close()
-        return True
 
 
 class QueryPool:
@@ -161,20 +74,25 @@ class QueryPool:
         slow_lane: int = 1,
         budget: float = 0.5,
         queue: int = 64,
+        max_wait: float = float("inf"),
     ) -> None:
         self.store_path = store_path
         self.size = size + slow_lane  # processes: the fast lane plus the slow lane
         self.slow_lane = slow_lane
         self.budget = budget
         self.queue = queue
+        self.max_wait = max_wait
+        # Recent fast-lane evaluation time (seconds, exponentially weighted):
+        # what each query ahead of a newcomer will probably cost it.
+        self._typical = 0.005
         self.snapshots = snapshots
         self._waiting = 0  # requests waiting for an idle worker
         self._slow = 0  # queries running past the budget
         self._starting: Counter[int] = Counter()  # generations of workers being started
         self._known_slow: OrderedDict[str, None] = OrderedDict()  # recent slow query shapes
         self._refresh: asyncio.Task[None] | None = None
-        self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
-        self._all: set[_Worker] = set()
+        self._idle: asyncio.Queue[WorkerLink] = asyncio.Queue()
+        self._all: set[WorkerLink] = set()
         self._pending: set[asyncio.Task[None]] = set()
         self._starting_tasks: set[asyncio.Task[None]] = set()  # the first workers'
         self._closed = False
@@ -267,7 +185,7 @@ class QueryPool:
         if self.snapshots is not None:
             await self.snapshots.visible(timeout)
 
-    async def _spawn(self) -> _Worker:
+    async def _spawn(self) -> WorkerLink:
         generation, path = self._current_path()
         # Until the new worker is in self._all, nothing else marks its checkpoint
         # as in use: without this, a newer generation's prune deleted it before
@@ -281,10 +199,10 @@ class QueryPool:
                 del self._starting[generation]
         return worker
 
-    async def _start(self, generation: int, path: str) -> _Worker:
+    async def _start(self, generation: int, path: str) -> WorkerLink:
         loop = asyncio.get_running_loop()
         transport, protocol = await loop.subprocess_exec(
-            _WorkerProtocol,
+            WorkerProtocol,
             sys.executable,
             "-m",
             "service.worker",
@@ -294,7 +212,7 @@ class QueryPool:
             stdout=subprocess.PIPE,
             stderr=None,
         )
-        worker = _Worker(transport, protocol, generation)
+        worker = WorkerLink(transport, protocol, generation)
         try:
             hello = await asyncio.wait_for(protocol.expect(), 60)
         except (PoolError, TimeoutError) as exc:
@@ -318,20 +236,29 @@ class QueryPool:
             raise PoolError("the query pool is shut down")
         deadline = time.monotonic() + timeout
         shape = fingerprint(request.query)
-        if self._slow >= self.slow_lane and shape in self._known_slow:
+        known_slow = shape in self._known_slow
+        if known_slow and self._slow >= self.slow_lane:
             # It went past the budget before: refused now rather than holding a
             # fast-lane worker for the budget only to be stopped then.
-            raise PoolBusy(
-                f"this query ran past {self.budget:g} s before and {self._slow} slow "
-                "queries are running, the most this service runs at once"
-            )
-        if self._idle.empty() and self._waiting >= self.queue:
-            raise PoolBusy(f"{self._waiting} queries are already waiting for a worker")
+            raise self._slow_lane_full("this query ran past the budget before")
+        if self._idle.empty():
+            if self._waiting >= self.queue:
+                raise PoolBusy(f"{self._waiting} queries are already waiting for a worker")
+            if self.expected_wait() > self.max_wait:
+                # Queued, it would wait longer than a fast query may take: the
+                # refusal keeps the queries that are admitted fast.
+                raise PoolBusy(
+                    f"{self._waiting} queries are waiting for a worker, about "
+                    f"{self.expected_wait():.2f} s of work"
+                )
         self._waiting += 1
         try:
             worker = await self._acquire(timeout)
         finally:
             self._waiting -= 1
+        if known_slow and self._slow >= self.slow_lane:
+            self._idle.put_nowait(worker)
+            raise self._slow_lane_full("this query ran past the budget before")
         try:
             generation, path = self._current_path()
         except BaseException:
@@ -341,7 +268,7 @@ class QueryPool:
         request = request.at(path, generation)
         payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            reply = await self._evaluate(worker, payload, deadline, shape)
+            reply = await self._evaluate(worker, payload, deadline, shape, known_slow)
         except TimeoutError:
             self._replace(worker, "timeout")
             raise PoolTimeout("the query ran out of time") from None
@@ -366,10 +293,25 @@ class QueryPool:
             raise PoolError(f"a query worker answered {reply!r}")
         return reply
 
-    async def _evaluate(self, worker: _Worker, payload: bytes, deadline: float, shape: str) -> Any:
+    def expected_wait(self) -> float:
+        """Seconds a query arriving now would probably wait for a fast-lane worker."""
+        return (self._waiting + 1) * self._typical / max(1, self.size - self.slow_lane)
+
+    def _slow_lane_full(self, why: str) -> PoolBusy:
+        return PoolBusy(
+            f"{why}, and {self._slow} slow queries are running (past {self.budget:g} s), "
+            "the most this service runs at once"
+        )
+
+    async def _evaluate(
+        self, worker: WorkerLink, payload: bytes, deadline: float, shape: str, known_slow: bool
+    ) -> Any:
         """The worker's reply, with admission control: a query that runs past the
         budget moves to the slow lane, or is stopped when the slow lane is full,
-        so slow queries never hold the workers that fast queries need."""
+        so slow queries never hold the workers that fast queries need. A query
+        whose shape went past the budget before starts in the slow lane."""
+        if known_slow:
+            return await self._slow_lane(worker, lambda: worker.call(payload), deadline)
         started, cpu_before = time.monotonic(), cpu_seconds(worker.pid)
         call = worker.call(payload)
         # The budget is CPU time when the system reports it: on a busy machine a
@@ -383,6 +325,7 @@ class QueryPool:
                 {call}, timeout=max(min(wait, deadline - time.monotonic()), 0.001)
             )
             if done:
+                self._typical += 0.2 * (time.monotonic() - started - self._typical)
                 return call.result()
             now, cpu = time.monotonic(), cpu_seconds(worker.pid)
             if cpu is None or cpu_before is None or now >= deadline:
@@ -401,10 +344,13 @@ class QueryPool:
         if self._slow >= self.slow_lane:
             call.cancel()
             self._replace(worker, "slow lane full")
-            raise PoolBusy(
-                f"the query ran past {self.budget:g} s while {self._slow} slow "
-                "queries were running, the most this service runs at once"
-            )
+            raise self._slow_lane_full("the query ran past the budget")
+        return await self._slow_lane(worker, lambda: call, deadline)
+
+    async def _slow_lane(
+        self, worker: WorkerLink, call: Callable[[], asyncio.Future[Any]], deadline: float
+    ) -> Any:
+        """Finish a slow query in the slow lane (``call`` sends it, or has)."""
         self._slow += 1
         # The slow lane runs at the lowest CPU priority: on a busy machine a
         # slow query then takes only the CPU time nothing else wants, instead of
@@ -412,7 +358,7 @@ class QueryPool:
         worker.lowered = set_nice(worker.pid, 19)
         try:
             async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
-                return await call
+                return await call()
         finally:
             self._slow -= 1
 
@@ -427,7 +373,7 @@ class QueryPool:
         finally:
             await asyncio.to_thread(shutil.rmtree, copy, True)
 
-    async def _acquire(self, timeout: float) -> _Worker:
+    async def _acquire(self, timeout: float) -> WorkerLink:
         """An idle live worker; one that died while idle is replaced, not used."""
         deadline = time.monotonic() + timeout
         while True:
@@ -443,14 +389,14 @@ class QueryPool:
                 return worker
             self._replace(worker, "exited while idle")
 
-    def _replace(self, worker: _Worker, why: str) -> None:
+    def _replace(self, worker: WorkerLink, why: str) -> None:
         log.warning("killing query worker %d (%s)", worker.pid, why)
         self._all.discard(worker)
         task = asyncio.get_running_loop().create_task(self._respawn(worker))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
-    async def _respawn(self, old: _Worker) -> None:
+    async def _respawn(self, old: WorkerLink) -> None:
         await old.kill()
         if self._closed:
             return
@@ -490,8 +436,8 @@ def fingerprint(text: str) -> str:
     is its own shape: tokenizing it would hold the event loop (seconds for megabytes)."""
     if len(text) > 64 * 1024:
         return text
-    if "#" not in text:
-        return " ".join(text.split())
+    # Always by tokens (tens of microseconds): splitting on spaces when there
+    # was no comment gave the same query a different shape with one.
     return " ".join(tok.text for tok in tokens(text))
 
 

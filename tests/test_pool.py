@@ -17,7 +17,7 @@ import pytest
 from pyoxigraph import Literal, NamedNode, Quad, Store
 
 from service.messages import Answer, QueryRequest
-from service.pool import PoolTimeout, QueryPool
+from service.pool import PoolBusy, PoolTimeout, QueryPool
 from service.snapshots import Snapshots
 
 COUNT = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH <urn:g> { ?s ?p ?o } }"
@@ -122,23 +122,31 @@ def test_idle_workers_are_reopened_in_the_background(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
-def test_a_query_in_the_slow_lane_runs_at_the_lowest_cpu_priority(tmp_path: Path) -> None:
-    slow = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH <urn:g> { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i } }"
+SLOW = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH <urn:g> { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i } }"
 
+
+async def _slow_lane_pool(tmp_path: Path, budget: float) -> tuple[Store, QueryPool]:
+    """A store of 500 triples (a three-way cross product of them is slow) and a
+    started pool of one fast-lane and one slow-lane worker, both running."""
+    store = Store(str(tmp_path / "store"))
+    store.extend(
+        Quad(NamedNode(f"urn:s{i}"), NamedNode("urn:p"), Literal(i), NamedNode("urn:g"))
+        for i in range(500)
+    )
+    snapshots = Snapshots(store, tmp_path / "snapshots" / "1")
+    pool = QueryPool(str(tmp_path / "store"), 1, snapshots, slow_lane=1, budget=budget)
+    await pool.start()
+    while len(pool.pids) < 2:  # the workers start in the background
+        await asyncio.sleep(0.05)
+    return store, pool
+
+
+def test_a_query_in_the_slow_lane_runs_at_the_lowest_cpu_priority(tmp_path: Path) -> None:
     async def scenario() -> None:
-        store = Store(str(tmp_path / "store"))
-        store.extend(
-            Quad(NamedNode(f"urn:s{i}"), NamedNode("urn:p"), Literal(i), NamedNode("urn:g"))
-            for i in range(500)
-        )
-        snapshots = Snapshots(store, tmp_path / "snapshots" / "1")
-        pool = QueryPool(str(tmp_path / "store"), 1, snapshots, slow_lane=1, budget=0.2)
-        await pool.start()
+        store, pool = await _slow_lane_pool(tmp_path, budget=0.2)
         try:
-            while len(pool.pids) < 2:  # the workers start in the background
-                await asyncio.sleep(0.05)
             own = os.getpriority(os.PRIO_PROCESS, 0)
-            running = asyncio.create_task(pool.run(_request(slow), timeout=3))
+            running = asyncio.create_task(pool.run(_request(SLOW), timeout=3))
             await asyncio.sleep(1.0)
             nice = {pid: os.getpriority(os.PRIO_PROCESS, pid) for pid in pool.pids}
             assert sorted(nice.values()) == [own, 19], nice
@@ -171,6 +179,66 @@ def test_a_query_waiting_for_a_cpu_is_not_taken_for_a_slow_one(tmp_path: Path) -
             assert await _count(pool) == 0
             assert pool.pids == [pid]  # not killed as slow
             assert await _count(pool) == 0  # nor its shape refused
+        finally:
+            await pool.close()
+            del store
+
+    asyncio.run(scenario())
+
+
+def test_a_query_whose_shape_was_slow_before_starts_in_the_slow_lane(tmp_path: Path) -> None:
+    """It used to hold a fast-lane worker at full priority for the whole budget
+    each time before moving: with clients repeating slow queries, fast queries
+    waited behind them."""
+
+    async def scenario() -> None:
+        store, pool = await _slow_lane_pool(tmp_path, budget=1.0)
+        try:
+            with pytest.raises(PoolTimeout):  # learns the shape: past the budget
+                await pool.run(_request(SLOW), timeout=2.5)
+            while len(pool.pids) < 2:  # the timed-out worker is replaced
+                await asyncio.sleep(0.05)
+            own = os.getpriority(os.PRIO_PROCESS, 0)
+            again = asyncio.create_task(pool.run(_request(SLOW + " # again"), timeout=3))
+            await asyncio.sleep(0.3)  # well inside the budget
+            nice = {pid: os.getpriority(os.PRIO_PROCESS, pid) for pid in pool.pids}
+            assert sorted(nice.values()) == [own, 19], nice
+            assert await _count(pool) == 500  # the fast lane is free
+            with pytest.raises(PoolTimeout):
+                await again
+        finally:
+            await pool.close()
+            del store
+
+    asyncio.run(scenario())
+
+
+def test_a_query_that_would_wait_past_max_wait_is_refused_at_once(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store = Store(str(tmp_path / "store"))
+        snapshots = Snapshots(store, tmp_path / "snapshots" / "1")
+        pool = QueryPool(
+            str(tmp_path / "store"), 1, snapshots, slow_lane=0, budget=5.0, max_wait=0.1
+        )
+        await pool.start()
+        try:
+            assert await pool.wait_running(60)
+            (pid,) = pool.pids
+            # Recent queries took about a second each (the worker got no CPU).
+            for _ in range(3):
+                os.kill(pid, signal.SIGSTOP)
+                asyncio.get_running_loop().call_later(1.0, os.kill, pid, signal.SIGCONT)
+                assert await _count(pool) == 0
+            assert pool.expected_wait() > 0.1
+            os.kill(pid, signal.SIGSTOP)
+            busy = asyncio.create_task(_count(pool))
+            await asyncio.sleep(0.1)
+            started = time.monotonic()
+            with pytest.raises(PoolBusy):
+                await pool.run(_request(COUNT), timeout=30)
+            assert time.monotonic() - started < 0.5  # refused, not queued
+            os.kill(pid, signal.SIGCONT)
+            assert await busy == 0
         finally:
             await pool.close()
             del store
