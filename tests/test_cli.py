@@ -85,9 +85,13 @@ def test_ingest_query_stats_export_validate(tmp_path: Path) -> None:
     done = kg("ingest", "--store", store)
     assert done.returncode == 0, done.stderr
     assert "added 37" in done.stdout and "duplicates 1" in done.stdout
-    again = kg("ingest", "--store", store, "--json")
+    again = kg("ingest", "--store", store, "--json", "-j", "2")
     summary = json.loads(again.stdout)
     assert summary["unchanged"] == 37 and summary["triples_added"] == 0
+    # More than one process: whole-pipeline workers; one: in this process.
+    assert (summary["engine"], summary["processes"]) == ("pool", 2)
+    single = json.loads(kg("ingest", "--store", store, "--json", "-j", "1").stdout)
+    assert (single["engine"], single["unchanged"]) == ("local", 37)
 
     stats = json.loads(kg("stats", "--store", store, "--json").stdout)
     assert stats["classes"]["Paper"] == 37 and stats["triples"] == summary["triples"]
