@@ -148,18 +148,21 @@ def entity_star(index: Index, focus: str, request: GraphRequest, cap: int) -> Gr
     pids: list[int] = []
     omitted = 0
     if "Paper" in request.types:
-        papers = db.execute(
-            "SELECT count(DISTINCT paper_id) FROM links WHERE eid = ?", (eid,)
-        ).fetchone()[0]
+        # The entity's paper count is kept at write time; counting its links
+        # grew with its papers (13k for the top task at 100k papers).
+        (papers,) = db.execute("SELECT papers FROM entities WHERE eid = ?", (eid,)).fetchone()
         keep = papers if request.limit is None else min(papers, request.limit - 1)
         if keep + 1 > cap:
             raise NeighbourhoodTooLarge(papers + 1, cap)
         omitted = papers - keep
+        # The first papers by IRI are the first by id (an IRI is the id with only
+        # unreserved characters left as they are, and ids are hashes): the links'
+        # primary key yields them in order and the walk stops at the page, where
+        # sorting the papers by IRI read them all.
         pids = [
             pid
-            for (pid,) in db.execute(
-                "SELECT p.pid FROM papers p WHERE p.pid IN (SELECT pid FROM links WHERE eid = ?) "
-                "ORDER BY p.iri LIMIT ?",
+            for _paper_id, pid in db.execute(
+                "SELECT DISTINCT paper_id, pid FROM links WHERE eid = ? ORDER BY paper_id LIMIT ?",
                 (eid, keep),
             )
         ]
