@@ -79,7 +79,7 @@ class WorkerLink:
         """Send one request; the future resolves to the worker's reply."""
         reply = self.protocol.expect()
         stdin = self.transport.get_pipe_transport(0)
-        assert stdin is not None
+        assert isinstance(stdin, asyncio.WriteTransport)
         stdin.write(_HEADER.pack(len(payload)) + payload)
         return reply
 
