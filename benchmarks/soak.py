@@ -153,6 +153,18 @@ async def _call(
     return response
 
 
+async def _answered(http: httpx.AsyncClient, path: str, params: dict[str, str]) -> httpx.Response:
+    """A GET answered 200, waiting as a 503's Retry-After asks (the integrity
+    check must not be lost to admission control while the server settles)."""
+    for _ in range(60):
+        response = await http.get(path, params=params)
+        if response.status_code != 503:
+            response.raise_for_status()
+            return response
+        await asyncio.sleep(_retry_after(response))
+    raise RuntimeError(f"{path} still refused after a minute")
+
+
 def _retry_after(response: httpx.Response) -> float:
     """The delay a 503 asks for, in seconds (1 when it names none)."""
     try:
@@ -271,9 +283,9 @@ async def soak(
 
         # Integrity: exactly the acknowledged soak triples are there.
         query = f"SELECT ?o WHERE {{ GRAPH <{SOAK_GRAPH}> {{ ?s <urn:soak:p> ?o }} }}"
-        found = await http.get("/sparql", params={"query": query})
+        found = await _answered(http, "/sparql", {"query": query})
         present = {int(b["o"]["value"]) for b in found.json()["results"]["bindings"]}
-        paper_count = (await http.get("/papers?limit=1")).json()["total"]
+        paper_count = (await _answered(http, "/papers", {"limit": "1"})).json()["total"]
     # Drift: the median of the last quarter against the median of the second
     # quarter (after warm-up); medians, because a sample taken while a killed
     # worker is being replaced dips by one process.

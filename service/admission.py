@@ -64,7 +64,10 @@ class Gate:
         if self.running < self.concurrent:
             self.running += 1
             return True
-        if len(self._waiters) >= self.queue or self.expected_wait() > self.max_wait:
+        if len(self._waiters) >= self.queue or (
+            self._waiters and self.expected_wait() > self.max_wait
+        ):
+            # The first in line always waits: nothing queued is ahead of it.
             self.refused += 1
             return False
         waiter = asyncio.get_running_loop().create_future()

@@ -244,9 +244,10 @@ class QueryPool:
         if self._idle.empty():
             if self._waiting >= self.queue:
                 raise PoolBusy(f"{self._waiting} queries are already waiting for a worker")
-            if self.expected_wait() > self.max_wait:
+            if self._waiting and self.expected_wait() > self.max_wait:
                 # Queued, it would wait longer than a fast query may take: the
-                # refusal keeps the queries that are admitted fast.
+                # refusal keeps the queries that are admitted fast. (The first in
+                # line always waits: nothing queued is ahead of it.)
                 raise PoolBusy(
                     f"{self._waiting} queries are waiting for a worker, about "
                     f"{self.expected_wait():.2f} s of work"

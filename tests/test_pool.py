@@ -232,13 +232,15 @@ def test_a_query_that_would_wait_past_max_wait_is_refused_at_once(tmp_path: Path
             assert pool.expected_wait() > 0.1
             os.kill(pid, signal.SIGSTOP)
             busy = asyncio.create_task(_count(pool))
+            queued = asyncio.create_task(_count(pool))  # the first in line waits
             await asyncio.sleep(0.1)
+            assert not queued.done()
             started = time.monotonic()
             with pytest.raises(PoolBusy):
                 await pool.run(_request(COUNT), timeout=30)
             assert time.monotonic() - started < 0.5  # refused, not queued
             os.kill(pid, signal.SIGCONT)
-            assert await busy == 0
+            assert await busy == 0 and await queued == 0
         finally:
             await pool.close()
             del store

@@ -60,8 +60,13 @@ def test_a_request_that_would_wait_too_long_is_refused_rather_than_queued() -> N
         assert await gate.enter()
         gate.leave(0.5)  # recent requests took half a second
         assert await gate.enter()
-        # One running: the next would wait about 0.5 s for it, past max_wait.
+        first = asyncio.create_task(gate.enter())  # first in line: it waits
+        await asyncio.sleep(0.01)
+        assert gate.waiting == 1 and not first.done()
+        # One running, one waiting: the next would wait about a second, past max_wait.
         assert not await gate.enter()
+        gate.leave(0.5)
+        assert await first
         gate.leave(0.5)
         assert await gate.enter()  # a free slot is taken whatever the estimate
 
