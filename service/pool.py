@@ -283,6 +283,11 @@ class QueryPool:
             # out of step, so it is replaced rather than reused.
             self._replace(worker, "cancelled")
             raise
+        except Exception:
+            # Whatever went wrong here, the worker must not be lost: a pool that
+            # leaks its workers one error at a time ends with every query waiting.
+            self._replace(worker, "an error in the pool")
+            raise
         if worker.lowered and not set_nice(worker.pid, os.getpriority(os.PRIO_PROCESS, 0)):
             # Back in the fast lane it needs its priority again; only a privileged
             # process may raise it, so otherwise a fresh worker takes its place.

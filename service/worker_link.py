@@ -9,7 +9,7 @@ import pickle
 import signal
 import struct
 import time
-from typing import Any
+from typing import Any, cast
 
 _HEADER = struct.Struct(">I")
 
@@ -78,8 +78,9 @@ class WorkerLink:
     def call(self, payload: bytes) -> asyncio.Future[Any]:
         """Send one request; the future resolves to the worker's reply."""
         reply = self.protocol.expect()
-        stdin = self.transport.get_pipe_transport(0)
-        assert isinstance(stdin, asyncio.WriteTransport)
+        # uvloop's pipe transports are not asyncio.WriteTransport subclasses: a cast.
+        stdin = cast(asyncio.WriteTransport | None, self.transport.get_pipe_transport(0))
+        assert stdin is not None
         stdin.write(_HEADER.pack(len(payload)) + payload)
         return reply
 

@@ -246,3 +246,35 @@ def test_a_query_that_would_wait_past_max_wait_is_refused_at_once(tmp_path: Path
             del store
 
     asyncio.run(scenario())
+
+
+def test_an_error_inside_the_pool_does_not_lose_the_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault between taking a worker and its reply (here: sending fails once)
+    used to keep the worker out of the pool for good; with every worker lost that
+    way, each later query waited for its timeout."""
+    from service.worker_link import WorkerLink
+
+    async def scenario() -> None:
+        store, pool = _pool(tmp_path, interval=0.2)
+        await pool.start()
+        try:
+            assert await pool.wait_running(60)
+            send = WorkerLink.call
+            failures = iter([True])
+
+            def flaky(self: WorkerLink, payload: bytes) -> asyncio.Future:
+                if next(failures, False):
+                    raise RuntimeError("injected fault")
+                return send(self, payload)
+
+            monkeypatch.setattr(WorkerLink, "call", flaky)
+            with pytest.raises(RuntimeError):
+                await pool.run(_request(COUNT), timeout=5)
+            assert await _count(pool) == 0  # a worker was there for the next query
+        finally:
+            await pool.close()
+            del store
+
+    asyncio.run(scenario())
