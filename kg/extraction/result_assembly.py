@@ -10,11 +10,15 @@ paper's proposed method.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from functools import cache
 
 from spacy.tokens import Doc, Span
 
 from kg.extraction.canonical import canonical_key, display_label
+from kg.extraction.result_datasets import normal_label
+from kg.extraction.results import result_words_v1
 from kg.extraction.values import BARE_NUMBER
 from kg.model import Claim, Entity, EntityType, Result, Value
 from kg.reading import latex
@@ -61,6 +65,10 @@ def assemble_results(
         ]
         dataset = resolve(doc[ds:de], EntityType.DATASET, declared) if ds >= 0 else None
         dataset = dataset or _nearest(in_sentence, EntityType.DATASET, vs)
+        if metric is not None and dataset is not None and metric.key == "score":
+            # "an overall score of 0.73 on GenEval" is the GenEval score: the board of
+            # the benchmark's own score, not of every "score"
+            metric = resolve.labelled(EntityType.METRIC, f"{dataset.label} score")
         task = _nearest(in_sentence, EntityType.TASK, vs)
         if baseline:
             method = claim.baseline
@@ -106,8 +114,6 @@ class _Resolver:
         self.by_key = {(e.type, e.key): e for e in entities}
 
     def __call__(self, span: Span, kind: EntityType, declared: bool = False) -> Entity | None:
-        from kg.vocab import entity_iri
-
         start, end = self.cleaned.to_original(span.start_char, span.end_char)
         covering = [
             e for e in self.entities if any(m.start <= start and end <= m.end for m in e.mentions)
@@ -123,13 +129,31 @@ class _Resolver:
             ),
             None,
         )
-        if found is not None:
+        if found is not None and not (
+            kind is EntityType.DATASET and normal_label(found.label, _label_rules()) != found.label
+        ):
             return found
         if kind is EntityType.DATASET and not declared and any(e.proposed for e in covering):
             return None  # "on X" naming the paper's own method is no dataset
         key, label, aliases = self.identity(span)
         if not key:
             key, label, aliases = canonical_key(span.text), display_label(span.text), []
+        if kind is EntityType.DATASET:
+            written = display_label(span.text)
+            normal = normal_label(written, _label_rules())
+            if normal != written:
+                key, label, aliases = canonical_key(normal), normal, [written]
+        return self._own(kind, key, label, aliases, declared)
+
+    def labelled(self, kind: EntityType, label: str) -> Entity | None:
+        """The paper's entity of that type with this label's key, else a node of its own."""
+        return self._own(kind, canonical_key(label), label, [], False)
+
+    def _own(
+        self, kind: EntityType, key: str, label: str, aliases: list[str], declared: bool
+    ) -> Entity | None:
+        from kg.vocab import entity_iri
+
         if not key:
             return None
         entity = self.by_key.get((kind, key))
@@ -147,6 +171,12 @@ class _Resolver:
             )
             self.by_key[(kind, key)] = entity
         return entity
+
+
+@cache
+def _label_rules() -> list[tuple[re.Pattern[str], str]]:
+    """The dataset label rules of ``results.json``, compiled once."""
+    return [(re.compile(p), r) for p, r in result_words_v1()["dataset_label_rules"]]
 
 
 def _nearest(entities: list[Entity], kind: EntityType, at: int) -> Entity | None:

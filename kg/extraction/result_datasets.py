@@ -2,15 +2,40 @@
 
 Used by :mod:`kg.extraction.results`: the name after "on"/"across"/"in"/"over"
 next to the number ("47.7 mAP on COCO"), the sentence's opening "On X," (also
-"On benchmarks such as X,"), and whether the text calls the name a dataset
-("the WikiTQ dataset").
+"On benchmarks such as X," and "Notably, on X,"), the benchmark a score is
+named after ("a 0.86 GenEval score"), and whether the text calls the name a
+dataset ("the WikiTQ dataset"). A resolution after a name is part of it
+("ImageNet 256×256"), and :func:`normal_label` writes it one way.
 """
 
 from __future__ import annotations
 
+import re
+
 from spacy.tokens import Doc, Span
 
+from kg.extraction.learned import is_model_name
 from kg.extraction.values import BARE_NUMBER
+
+_SCORES = ("score", "scores")
+_RESOLUTION = re.compile(r"\d{2,4}[x×]\d{2,4}")
+
+
+def _resolution_end(doc: Doc, i: int, end: int) -> int:
+    """The end of a resolution written from token i ("256×256", "256 × 256"), else i."""
+    for n in (3, 2, 1):
+        if i + n <= end and _RESOLUTION.fullmatch("".join(t.text for t in doc[i : i + n])):
+            return i + n
+    return i
+
+
+def normal_label(text: str, rules: list[tuple[re.Pattern[str], str]]) -> str:
+    """A dataset name written the one way the rules prefer: "ImageNet 256×256",
+    "ImageNet-256x256" → "ImageNet-256" (``dataset_label_rules`` of ``results.json``),
+    so that a leaderboard does not split by the way a resolution is written."""
+    for pattern, replacement in rules:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 def name_run(doc: Doc, i: int, sent: Span) -> Span | None:
@@ -24,6 +49,11 @@ def name_run(doc: Doc, i: int, sent: Span) -> Span | None:
         named = any(c.isupper() for c in tok.text) or (
             any(c.isdigit() for c in tok.text) and any(c.isalpha() for c in tok.text)
         )
+        # "ImageNet 256×256", "ImageNet 256 × 256": a resolution after a name is part of it
+        resolution = _resolution_end(doc, j, sent.end) if j > start else j
+        if resolution > j:
+            j = resolution
+            break
         if named or (tok.text in "-/." and j > start and not doc[j - 1].whitespace_):
             j += 1
             continue
@@ -50,19 +80,44 @@ def find_dataset(
             if found is not None:
                 return found
             break
-    if doc[sent.start].lower_ in ("on", "across"):
-        found = name_run(doc, sent.start + 1, sent)
+    opening = _opening(doc, sent)
+    if opening is not None:
+        found = name_run(doc, opening + 1, sent)
         if found is not None:
             return found
         # The opening phrase up to its comma: "On challenging benchmarks such as
         # AIME 2025, …" names the dataset after "such as"/"including"
-        for i in range(sent.start + 1, min(sent.end - 1, sent.start + 12)):
+        for i in range(opening + 1, min(sent.end - 1, opening + 12)):
             if doc[i].text == ",":
                 break
             if doc[i].lower_ == "including" or (
                 doc[i].lower_ == "as" and doc[i - 1].lower_ == "such"
             ):
                 return name_run(doc, i + 1, sent)
+    # "a 0.86 GenEval score": a benchmark's own score names the benchmark
+    if metric is not None and len(metric) >= 2 and metric[-1].lower_ in _SCORES:
+        found = name_run(doc, metric.start, sent)
+        if (
+            found is not None
+            and found.start == metric.start
+            and found.end == metric.end - 1
+            and not is_model_name(found)  # "CLIP score" is a model's score of anything
+        ):
+            return found
+    return None
+
+
+def _opening(doc: Doc, sent: Span) -> int | None:
+    """The "on"/"across" that opens a sentence, also after a connective and its
+    comma ("Notably, on ImageNet 256x256, …", "For instance, on X, …")."""
+    if doc[sent.start].lower_ in ("on", "across"):
+        return sent.start
+    for i in range(sent.start + 1, min(sent.end - 1, sent.start + 4)):
+        if doc[i].text == ",":
+            nxt = doc[i + 1]
+            return i + 1 if nxt.lower_ in ("on", "across") else None
+        if not doc[i].is_alpha:
+            return None
     return None
 
 
