@@ -170,3 +170,29 @@ def test_both_sides_of_a_size_are_no_values(extractor) -> None:  # noqa: ANN001
         "We propose FooGo. On a 9×9 Go board, FooGo improves the win rate from 69.3% to 78.2%.",
     )
     assert set(found) == {"69.3%", "78.2%"}
+
+
+def test_coordinated_numbers_share_the_dataset_named_after_them(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooFlow. FooFlow achieves 4.32 1-NFE FID and 2.94 4-NFE FID on "
+        "BarNet-512x512, a new state of the art.",
+    )
+    assert found["4.32"].dataset.label == found["2.94"].dataset.label == "BarNet-512"
+
+
+def test_a_unit_that_names_a_metric_is_the_metric(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor, "We propose FooDet. FooDet reaches 47.7 mAP on BarCOCO and 30.1 AP on BarLVIS."
+    )
+    assert _metric(found["30.1 AP"]) == "AP"
+    assert found["30.1 AP"].dataset.label == "BarLVIS"
+
+
+def test_a_full_stop_inside_a_token_ends_the_dataset_name(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooNet. FooNet reaches 71.2% accuracy on BarNet-C. On Raspberry Pi it "
+        "runs at 30 FPS.",
+    )
+    assert found["71.2%"].dataset.label == "BarNet-C"

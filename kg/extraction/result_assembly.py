@@ -65,6 +65,11 @@ def assemble_results(
         ]
         dataset = resolve(doc[ds:de], EntityType.DATASET, declared) if ds >= 0 else None
         dataset = dataset or _nearest(in_sentence, EntityType.DATASET, vs)
+        if dataset is not None and normal_label(dataset.label, _label_rules()) != dataset.label:
+            # the paper's own "ImageNet-512x512", taken as the nearest dataset
+            dataset = resolve.labelled(
+                EntityType.DATASET, normal_label(dataset.label, _label_rules())
+            )
         if metric is not None and dataset is not None and metric.key == "score":
             # "an overall score of 0.73 on GenEval" is the GenEval score: the board of
             # the benchmark's own score, not of every "score"

@@ -28,7 +28,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span, Token
 from spacy.util import registry
 
-from kg.extraction.result_datasets import declared, find_dataset
+from kg.extraction.result_datasets import declared, find_dataset, shared_datasets
 from kg.extraction.spans import LEADING_DROP
 from kg.extraction.values import BARE_NUMBER, find_values
 
@@ -379,7 +379,10 @@ class ResultFinder:
                 if nxt is not None and nxt.lower_ in self.counts and unit != "%" and metric is None:
                     continue  # "20 samples", "4× more tokens": a count, not a score
                 right = self._right(doc, span.end, sent, metric_tokens)
-                # "47.7 mAP on Gen1" reads rightwards; "MAE 6.22 years" leftwards
+                # "47.7 mAP on Gen1" reads rightwards; "MAE 6.22 years" leftwards; a unit
+                # that names a metric ("30.1 AP") before a metric further left
+                if right is None and unit and unit in self.acronyms:
+                    right = doc[span.end - 1 : span.end]
                 metric = right or metric
                 if (
                     metric is None
@@ -387,8 +390,6 @@ class ResultFinder:
                     and not self._share_of(doc, span, sent)
                 ):
                     metric = self._through_verb(span[0], metric_tokens)
-                if metric is None and unit and unit in self.acronyms:
-                    metric = doc[span.end - 1 : span.end]
                 marks.append((span, metric, unit, bare))
             self._share(doc, marks)
             # "higher attack success rates ..., improving from 5.18% to 32.05% on
@@ -406,10 +407,14 @@ class ResultFinder:
                 between = {t.text for t in doc[marks[k - 1][0].end : marks[k][0].start]}
                 if relative[k - 1] and between <= {"and", ",", "*", "**", "or"}:
                     relative[k] = True
-            for (span, metric, _unit, bare), rel in zip(marks, relative, strict=True):
+            datasets = shared_datasets(
+                doc, [(v, find_dataset(doc, v, m, sent, self.dataset_cues)) for v, m, _, _ in marks]
+            )
+            for (span, metric, _unit, bare), rel, dataset in zip(
+                marks, relative, datasets, strict=True
+            ):
                 if bare and metric is None:
                     continue
-                dataset = find_dataset(doc, span, metric, sent, self.dataset_cues)
                 found.append(
                     (
                         *chars[span.start],
