@@ -196,3 +196,36 @@ def test_a_full_stop_inside_a_token_ends_the_dataset_name(extractor) -> None:  #
         "runs at 30 FPS.",
     )
     assert found["71.2%"].dataset.label == "BarNet-C"
+
+
+def test_numbers_from_to_before_a_dataset_share_it(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooTTS. FooTTS increases the accuracy of BazCoder-Flash from 51.6% to "
+        "62.0%, and BazCoder-Max from 67.0% to 74.6% on BarBench Verified.",
+    )
+    assert {found[v].dataset.label for v in ("51.6%", "62.0%", "67.0%", "74.6%")} == {
+        "BarBench Verified"
+    }
+
+
+def test_a_parenthesised_number_is_measured_on_the_name_before_it(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooRL. FooRL reaches high accuracy on mathematical benchmarks such as "
+        "BarMath (90.8%) and QUX 500 (77.4%) in the 7B model.",
+    )
+    assert found["90.8%"].dataset.label == "BarMath"
+    assert found["77.4%"].dataset.label == "QUX 500"
+    assert "500" not in found  # the end of a name, not a value
+
+
+def test_no_other_dataset_for_a_number_on_the_papers_own_benchmark(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We introduce QuxBench, a benchmark for computer-use agents. Agents strong on related "
+        "benchmarks like BarWorld only have less than 5% success rate on QuxBench, while "
+        "agents built on closed models can still have up to 39% task success rate.",
+    )
+    assert found["5%"].dataset is None  # measured on the paper's own QuxBench
+    assert found["39%"].dataset is None  # another clause than BarWorld's

@@ -63,8 +63,12 @@ def assemble_results(
                 claim.sentence_start <= m.start and m.end <= claim.sentence_end for m in e.mentions
             )
         ]
-        dataset = resolve(doc[ds:de], EntityType.DATASET, declared) if ds >= 0 else None
-        dataset = dataset or _nearest(in_sentence, EntityType.DATASET, vs)
+        # The nearest dataset only when the sentence names no place: "… on SCUBA" naming
+        # the paper's own benchmark must not fall back to another name in the sentence.
+        if ds >= 0:
+            dataset = resolve(doc[ds:de], EntityType.DATASET, declared)
+        else:
+            dataset = _nearest(in_sentence, EntityType.DATASET, vs, abstract)
         if dataset is not None and normal_label(dataset.label, _label_rules()) != dataset.label:
             # the paper's own "ImageNet-512x512", taken as the nearest dataset
             dataset = resolve.labelled(
@@ -184,12 +188,22 @@ def _label_rules() -> list[tuple[re.Pattern[str], str]]:
     return [(re.compile(p), r) for p, r in result_words_v1()["dataset_label_rules"]]
 
 
-def _nearest(entities: list[Entity], kind: EntityType, at: int) -> Entity | None:
+_CLAUSE_BREAK = re.compile(r"[;:]|,\s+(?:while|whereas|but|although|yet)\b")
+
+
+def _nearest(
+    entities: list[Entity], kind: EntityType, at: int, text: str | None = None
+) -> Entity | None:
+    """The entity of that kind mentioned nearest to ``at``; with ``text`` (the
+    abstract) only in the same clause: "… on OSWorld … , while others reach 39%"."""
     best: tuple[int, Entity] | None = None
     for e in entities:
         if e.type is not kind:
             continue
         for m in e.mentions:
+            lo, hi = sorted((m.end, at))
+            if text is not None and _CLAUSE_BREAK.search(text, lo, hi):
+                continue
             d = abs(m.start - at)
             if best is None or d < best[0]:
                 best = (d, e)

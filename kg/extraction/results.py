@@ -37,6 +37,7 @@ if not Doc.has_extension("kg_results"):
 
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _DIMENSION = re.compile(r"\s*\d")
+_NAME_PART = re.compile(r"[A-Z][A-Za-z]*")
 _DIMENSION_BEFORE = re.compile(r"\d\s*[x×]\s*$")
 _COMPARATIVES = frozenset(["less", "more", "fewer", "greater", "higher", "lower", "rather"])
 _AT_K = re.compile(r"(?:pass|recall|hit|acc|precision|ndcg|success)@\d+", re.IGNORECASE)
@@ -339,6 +340,14 @@ class ResultFinder:
                 continue
             if any(t is not None and t.text in ("×", "x") for t in (prev, nxt)):
                 continue  # "512 × 512": a size
+            if (
+                prev is not None
+                and _NAME_PART.fullmatch(prev.text)
+                and "." not in tok.text
+                and prev.text not in self.acronyms
+                and prev.lower_ not in self.heads
+            ):
+                continue  # "MATH 500", "Llama 3": the end of a name, not "FID 2", "Recall 95"
             out.append((doc[tok.i : tok.i + 1], None, True, tok.idx, tok.idx + len(tok.text)))
         out.sort(key=lambda t: t[0].start)
         return out
