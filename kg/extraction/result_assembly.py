@@ -188,7 +188,7 @@ def _label_rules() -> list[tuple[re.Pattern[str], str]]:
     return [(re.compile(p), r) for p, r in result_words_v1()["dataset_label_rules"]]
 
 
-_CLAUSE_BREAK = re.compile(r"[;:]|,\s+(?:while|whereas|but|although|yet)\b")
+_CLAUSE_BREAK = re.compile(r";|,\s+(?:while|whereas|but|although|yet)\b")
 
 
 def _nearest(
