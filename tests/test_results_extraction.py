@@ -100,8 +100,11 @@ def test_results_f1_on_iclr_dev(extractor, tmp_path: Path) -> None:  # noqa: ANN
     )
     f1 = float(run.stdout.strip().rsplit("results_f1=", 1)[1])
     # 0.634 with extractor 0.5.0; 0.739 with 0.5.1's attribution rules (tp 17, fp 4,
-    # fn 8; iclr-train 0.773, the sample 0.778). The issue's target is 0.65.
-    assert f1 >= 0.73, run.stdout
+    # fn 8; iclr-train 0.773, the sample 0.778); 0.727 with 0.6.2 (tp 16, fp 3, fn 9):
+    # "2.56x speedup using just 18.9% of the cache" no longer reads 18.9% as a speedup,
+    # which the gold, tying every value of a claim to its one metric, counted. The
+    # issue's target is 0.65.
+    assert f1 >= 0.72, run.stdout
 
 
 def test_a_value_glued_to_a_full_stop_keeps_its_own_characters(extractor) -> None:  # noqa: ANN001
@@ -122,6 +125,7 @@ def test_the_dataset_comes_from_its_place_in_the_sentence(extractor) -> None:  #
     paper = extractor.extract_one(Record("zed", text))
     [result] = [r for r in paper.results if r.value.number == 1.99]
     assert result.metric is not None and result.metric_text == "FID"
-    assert result.dataset is not None and result.dataset.label == "ImageNet-256x256"
+    # the resolution written one way (results.json's dataset_label_rules)
+    assert result.dataset is not None and result.dataset.label == "ImageNet-256"
     assert result.dataset.iri.startswith("https://w3id.org/mlkg/id/dataset/")
     assert not any(r.value.number == 4 for r in paper.results)  # "4 NFEs" is a count

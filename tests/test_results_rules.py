@@ -98,3 +98,134 @@ def test_a_hyphenated_judgement_is_not_part_of_the_metric(extractor) -> None:  #
         "We propose FooGen. On ImageNet 256x256, FooGen achieves a state-of-the-art FID of 1.35.",
     )
     assert _metric(found["1.35"]) == "FID"
+
+
+def test_a_share_of_something_takes_no_metric_of_its_sentence(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooKV. FooKV achieves 2.56x speedup using just 18.9% of the cache "
+        "on BarBench. On BazBench, FooKV reaches nearly 100% of full-KV performance "
+        "with a 3x speedup.",
+    )
+    assert found["18.9%"].metric is None
+    assert found["100%"].metric is None
+
+
+def test_a_generic_tail_after_a_named_metric_is_dropped(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooGen. FooGen achieves an FID score of 1.59 on ImageNet and a "
+        "92.1 F1-score on CoNLL.",
+    )
+    assert _metric(found["1.59"]) == "FID"
+    assert _metric(found["92.1"]) == "F1"
+
+
+def test_task_before_a_metric_is_dropped(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor, "We propose FooAgent. FooAgent reaches a task success rate of 42.1% on OSWorld."
+    )
+    assert _metric(found["42.1%"]) == "success rate"
+
+
+def test_a_resolution_belongs_to_the_dataset_and_is_written_one_way(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooGen. On ImageNet $256\\times256$, FooGen achieves an FID of 1.48. "
+        "FooGen reaches an FID of 1.58 on ImageNet-256 and 2.35 FID on ImageNet 512 × 512.",
+    )
+    assert {r.dataset.label for r in found.values() if r.dataset} == {
+        "ImageNet-256",
+        "ImageNet-512",
+    }
+    assert found["1.48"].dataset.key == found["1.58"].dataset.key
+    # "256\times256" is a size, not a 256× speed-up
+    assert not any(text.startswith("$256") for text in found)
+
+
+def test_a_benchmarks_own_score_names_the_benchmark(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooGen. FooGen attains a $0.86$ BarEval score in 2 steps. FooGen attains a "
+        "0.31 CLIP score. FooGen reaches an overall score of 0.73 on the BarEval benchmark.",
+    )
+    assert found["$0.86$ BarEval"].dataset.label == "BarEval"
+    assert found["0.31 CLIP"].dataset is None  # a model's score, of any data
+    # "an overall score on BarEval" is the BarEval score: one leaderboard for both
+    assert found["0.73"].metric.key == found["$0.86$ BarEval"].metric.key
+
+
+def test_the_opening_on_x_after_a_connective_names_the_dataset(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooGen. Notably, on BarNet 256x256, FooGen reaches a new state-of-the-art "
+        "FID of 1.02 with two steps.",
+    )
+    assert found["1.02"].dataset.label == "BarNet-256"
+
+
+def test_both_sides_of_a_size_are_no_values(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooGo. On a 9×9 Go board, FooGo improves the win rate from 69.3% to 78.2%.",
+    )
+    assert set(found) == {"69.3%", "78.2%"}
+
+
+def test_coordinated_numbers_share_the_dataset_named_after_them(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooFlow. FooFlow achieves 4.32 1-NFE FID and 2.94 4-NFE FID on "
+        "BarNet-512x512, a new state of the art.",
+    )
+    assert found["4.32"].dataset.label == found["2.94"].dataset.label == "BarNet-512"
+
+
+def test_a_unit_that_names_a_metric_is_the_metric(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor, "We propose FooDet. FooDet reaches 47.7 mAP on BarCOCO and 30.1 AP on BarLVIS."
+    )
+    assert _metric(found["30.1 AP"]) == "AP"
+    assert found["30.1 AP"].dataset.label == "BarLVIS"
+
+
+def test_a_full_stop_inside_a_token_ends_the_dataset_name(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooNet. FooNet reaches 71.2% accuracy on BarNet-C. On Raspberry Pi it "
+        "runs at 30 FPS.",
+    )
+    assert found["71.2%"].dataset.label == "BarNet-C"
+
+
+def test_numbers_from_to_before_a_dataset_share_it(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooTTS. FooTTS increases the accuracy of BazCoder-Flash from 51.6% to "
+        "62.0%, and BazCoder-Max from 67.0% to 74.6% on BarBench Verified.",
+    )
+    assert {found[v].dataset.label for v in ("51.6%", "62.0%", "67.0%", "74.6%")} == {
+        "BarBench Verified"
+    }
+
+
+def test_a_parenthesised_number_is_measured_on_the_name_before_it(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooRL. FooRL reaches high accuracy on mathematical benchmarks such as "
+        "BarMath (90.8%) and QUX 500 (77.4%) in the 7B model.",
+    )
+    assert found["90.8%"].dataset.label == "BarMath"
+    assert found["77.4%"].dataset.label == "QUX 500"
+    assert "500" not in found  # the end of a name, not a value
+
+
+def test_no_other_dataset_for_a_number_on_the_papers_own_benchmark(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We introduce QuxBench, a benchmark for computer-use agents. Agents strong on related "
+        "benchmarks like BarWorld only have less than 5% success rate on QuxBench, while "
+        "agents built on closed models can still have up to 39% task success rate.",
+    )
+    assert found["5%"].dataset is None  # measured on the paper's own QuxBench
+    assert found["39%"].dataset is None  # another clause than BarWorld's

@@ -10,11 +10,15 @@ paper's proposed method.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from functools import cache
 
 from spacy.tokens import Doc, Span
 
 from kg.extraction.canonical import canonical_key, display_label
+from kg.extraction.result_datasets import normal_label
+from kg.extraction.results import result_words_v1
 from kg.extraction.values import BARE_NUMBER
 from kg.model import Claim, Entity, EntityType, Result, Value
 from kg.reading import latex
@@ -59,8 +63,21 @@ def assemble_results(
                 claim.sentence_start <= m.start and m.end <= claim.sentence_end for m in e.mentions
             )
         ]
-        dataset = resolve(doc[ds:de], EntityType.DATASET, declared) if ds >= 0 else None
-        dataset = dataset or _nearest(in_sentence, EntityType.DATASET, vs)
+        # The nearest dataset only when the sentence names no place: "… on SCUBA" naming
+        # the paper's own benchmark must not fall back to another name in the sentence.
+        if ds >= 0:
+            dataset = resolve(doc[ds:de], EntityType.DATASET, declared)
+        else:
+            dataset = _nearest(in_sentence, EntityType.DATASET, vs, abstract)
+        if dataset is not None and normal_label(dataset.label, _label_rules()) != dataset.label:
+            # the paper's own "ImageNet-512x512", taken as the nearest dataset
+            dataset = resolve.labelled(
+                EntityType.DATASET, normal_label(dataset.label, _label_rules())
+            )
+        if metric is not None and dataset is not None and metric.key == "score":
+            # "an overall score of 0.73 on GenEval" is the GenEval score: the board of
+            # the benchmark's own score, not of every "score"
+            metric = resolve.labelled(EntityType.METRIC, f"{dataset.label} score")
         task = _nearest(in_sentence, EntityType.TASK, vs)
         if baseline:
             method = claim.baseline
@@ -106,8 +123,6 @@ class _Resolver:
         self.by_key = {(e.type, e.key): e for e in entities}
 
     def __call__(self, span: Span, kind: EntityType, declared: bool = False) -> Entity | None:
-        from kg.vocab import entity_iri
-
         start, end = self.cleaned.to_original(span.start_char, span.end_char)
         covering = [
             e for e in self.entities if any(m.start <= start and end <= m.end for m in e.mentions)
@@ -123,13 +138,31 @@ class _Resolver:
             ),
             None,
         )
-        if found is not None:
+        if found is not None and not (
+            kind is EntityType.DATASET and normal_label(found.label, _label_rules()) != found.label
+        ):
             return found
         if kind is EntityType.DATASET and not declared and any(e.proposed for e in covering):
             return None  # "on X" naming the paper's own method is no dataset
         key, label, aliases = self.identity(span)
         if not key:
             key, label, aliases = canonical_key(span.text), display_label(span.text), []
+        if kind is EntityType.DATASET:
+            written = display_label(span.text)
+            normal = normal_label(written, _label_rules())
+            if normal != written:
+                key, label, aliases = canonical_key(normal), normal, [written]
+        return self._own(kind, key, label, aliases, declared)
+
+    def labelled(self, kind: EntityType, label: str) -> Entity | None:
+        """The paper's entity of that type with this label's key, else a node of its own."""
+        return self._own(kind, canonical_key(label), label, [], False)
+
+    def _own(
+        self, kind: EntityType, key: str, label: str, aliases: list[str], declared: bool
+    ) -> Entity | None:
+        from kg.vocab import entity_iri
+
         if not key:
             return None
         entity = self.by_key.get((kind, key))
@@ -149,12 +182,28 @@ class _Resolver:
         return entity
 
 
-def _nearest(entities: list[Entity], kind: EntityType, at: int) -> Entity | None:
+@cache
+def _label_rules() -> list[tuple[re.Pattern[str], str]]:
+    """The dataset label rules of ``results.json``, compiled once."""
+    return [(re.compile(p), r) for p, r in result_words_v1()["dataset_label_rules"]]
+
+
+_CLAUSE_BREAK = re.compile(r";|,\s+(?:while|whereas|but|although|yet)\b")
+
+
+def _nearest(
+    entities: list[Entity], kind: EntityType, at: int, text: str | None = None
+) -> Entity | None:
+    """The entity of that kind mentioned nearest to ``at``; with ``text`` (the
+    abstract) only in the same clause: "… on OSWorld … , while others reach 39%"."""
     best: tuple[int, Entity] | None = None
     for e in entities:
         if e.type is not kind:
             continue
         for m in e.mentions:
+            lo, hi = sorted((m.end, at))
+            if text is not None and _CLAUSE_BREAK.search(text, lo, hi):
+                continue
             d = abs(m.start - at)
             if best is None or d < best[0]:
                 best = (d, e)

@@ -2,15 +2,41 @@
 
 Used by :mod:`kg.extraction.results`: the name after "on"/"across"/"in"/"over"
 next to the number ("47.7 mAP on COCO"), the sentence's opening "On X," (also
-"On benchmarks such as X,"), and whether the text calls the name a dataset
-("the WikiTQ dataset").
+"On benchmarks such as X," and "Notably, on X,"), the benchmark a score is
+named after ("a 0.86 GenEval score"), and whether the text calls the name a
+dataset ("the WikiTQ dataset"). A resolution after a name is part of it
+("ImageNet 256×256"), and :func:`normal_label` writes it one way.
 """
 
 from __future__ import annotations
 
+import re
+
 from spacy.tokens import Doc, Span
 
+from kg.extraction.learned import is_model_name
 from kg.extraction.values import BARE_NUMBER
+
+_SCORES = ("score", "scores")
+_COORDINATORS = ("and", ",", "from", "to", "→", "vs", "vs.")
+_RESOLUTION = re.compile(r"\d{2,4}[x×]\d{2,4}")
+
+
+def _resolution_end(doc: Doc, i: int, end: int) -> int:
+    """The end of a resolution written from token i ("256×256", "256 × 256"), else i."""
+    for n in (3, 2, 1):
+        if i + n <= end and _RESOLUTION.fullmatch("".join(t.text for t in doc[i : i + n])):
+            return i + n
+    return i
+
+
+def normal_label(text: str, rules: list[tuple[re.Pattern[str], str]]) -> str:
+    """A dataset name written the one way the rules prefer: "ImageNet 256×256",
+    "ImageNet-256x256" → "ImageNet-256" (``dataset_label_rules`` of ``results.json``),
+    so that a leaderboard does not split by the way a resolution is written."""
+    for pattern, replacement in rules:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 def name_run(doc: Doc, i: int, sent: Span) -> Span | None:
@@ -24,8 +50,18 @@ def name_run(doc: Doc, i: int, sent: Span) -> Span | None:
         named = any(c.isupper() for c in tok.text) or (
             any(c.isdigit() for c in tok.text) and any(c.isalpha() for c in tok.text)
         )
-        if named or (tok.text in "-/." and j > start and not doc[j - 1].whitespace_):
+        # "ImageNet 256×256", "ImageNet 256 × 256": a resolution after a name is part of it
+        resolution = _resolution_end(doc, j, sent.end) if j > start else j
+        if resolution > j:
+            j = resolution
+            break
+        # "-", "/" and "." join parts of one name ("SWE-bench", "MATH-500"), but a full
+        # stop before a space ends it ("… on ImageNet-C. On …")
+        glue = tok.text in "-/." and j > start and not doc[j - 1].whitespace_
+        if named or (glue and not (tok.text == "." and tok.whitespace_)):
             j += 1
+            if len(tok.text) > 1 and tok.text.endswith(".") and tok.whitespace_:
+                break  # "ImageNet-C. On …": the tokeniser kept the full stop
             continue
         break
     if j == start or BARE_NUMBER.fullmatch(doc[start:j].text):
@@ -40,6 +76,9 @@ def find_dataset(
     """Where the number was measured, by position: "… 47.7 mAP on COCO", "On
     ImageNet-256, X achieves 1.99 FID", "On benchmarks such as AIME 2025, X
     reaches …"; the nearest recognised dataset otherwise."""
+    parenthesised = _before_parenthesis(doc, span, sent)
+    if parenthesised is not None:
+        return parenthesised
     after = max(span.end, metric.end if metric is not None else span.end)
     for i in range(after, min(sent.end, after + 8)):
         tok = doc[i]
@@ -50,19 +89,82 @@ def find_dataset(
             if found is not None:
                 return found
             break
-    if doc[sent.start].lower_ in ("on", "across"):
-        found = name_run(doc, sent.start + 1, sent)
+    opening = _opening(doc, sent)
+    if opening is not None:
+        found = name_run(doc, opening + 1, sent)
         if found is not None:
             return found
         # The opening phrase up to its comma: "On challenging benchmarks such as
         # AIME 2025, …" names the dataset after "such as"/"including"
-        for i in range(sent.start + 1, min(sent.end - 1, sent.start + 12)):
+        for i in range(opening + 1, min(sent.end - 1, opening + 12)):
             if doc[i].text == ",":
                 break
             if doc[i].lower_ == "including" or (
                 doc[i].lower_ == "as" and doc[i - 1].lower_ == "such"
             ):
                 return name_run(doc, i + 1, sent)
+    # "a 0.86 GenEval score": a benchmark's own score names the benchmark
+    if metric is not None and len(metric) >= 2 and metric[-1].lower_ in _SCORES:
+        found = name_run(doc, metric.start, sent)
+        if (
+            found is not None
+            and found.start == metric.start
+            and found.end == metric.end - 1
+            and not is_model_name(found)  # "CLIP score" is a model's score of anything
+        ):
+            return found
+    return None
+
+
+def shared_datasets(doc: Doc, found: list[tuple[Span, Span | None]]) -> list[Span | None]:
+    """Each value's dataset, a coordinated value taking the next one's: in "4.32
+    1-NFE FID and 2.94 4-NFE FID on ImageNet-512" both numbers are on ImageNet-512.
+    Only across "and", a comma or "from … to" ("from 51.6% to 62.0%, and … from
+    67.0% to 74.6% on SWE-Bench Verified"), with no verb or other preposition between."""
+    datasets = [d for _, d in found]
+    for k in range(len(found) - 2, -1, -1):
+        if datasets[k] is not None or datasets[k + 1] is None:
+            continue
+        between = doc[found[k][0].end : found[k + 1][0].start]
+        coordinated = any(t.lower_ in _COORDINATORS for t in between)
+        if coordinated and not any(
+            t.pos_ in ("VERB", "AUX", "SCONJ")
+            or (t.pos_ == "ADP" and t.lower_ not in _COORDINATORS)
+            or t.text == ";"
+            for t in between
+        ):
+            datasets[k] = datasets[k + 1]
+    return datasets
+
+
+def _before_parenthesis(doc: Doc, span: Span, sent: Span) -> Span | None:
+    """The name a parenthesised number follows: "GSM8K (90.8%) and MATH 500 (77.4%)"."""
+    close = span.end < sent.end and doc[span.end].text == ")"
+    if not close or span.start - 2 < sent.start or doc[span.start - 1].text != "(":
+        return None
+    end = span.start - 1
+    start = end
+    while start > max(sent.start, end - 4) and (
+        any(c.isupper() for c in doc[start - 1].text)
+        or (
+            doc[start - 1].like_num and start - 1 > sent.start and doc[start - 2].text[:1].isupper()
+        )
+    ):
+        start -= 1
+    return doc[start:end] if start < end and not doc[start].like_num else None
+
+
+def _opening(doc: Doc, sent: Span) -> int | None:
+    """The "on"/"across" that opens a sentence, also after a connective and its
+    comma ("Notably, on ImageNet 256x256, …", "For instance, on X, …")."""
+    if doc[sent.start].lower_ in ("on", "across"):
+        return sent.start
+    for i in range(sent.start + 1, min(sent.end - 1, sent.start + 4)):
+        if doc[i].text == ",":
+            nxt = doc[i + 1]
+            return i + 1 if nxt.lower_ in ("on", "across") else None
+        if not doc[i].is_alpha:
+            return None
     return None
 
 

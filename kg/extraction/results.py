@@ -28,7 +28,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span, Token
 from spacy.util import registry
 
-from kg.extraction.result_datasets import declared, find_dataset
+from kg.extraction.result_datasets import declared, find_dataset, shared_datasets
 from kg.extraction.spans import LEADING_DROP
 from kg.extraction.values import BARE_NUMBER, find_values
 
@@ -36,6 +36,9 @@ if not Doc.has_extension("kg_results"):
     Doc.set_extension("kg_results", default=None)
 
 _YEAR = re.compile(r"(?:19|20)\d\d")
+_DIMENSION = re.compile(r"\s*\d")
+_NAME_PART = re.compile(r"[A-Z][A-Za-z]*")
+_DIMENSION_BEFORE = re.compile(r"\d\s*[x×]\s*$")
 _COMPARATIVES = frozenset(["less", "more", "fewer", "greater", "higher", "lower", "rather"])
 _AT_K = re.compile(r"(?:pass|recall|hit|acc|precision|ndcg|success)@\d+", re.IGNORECASE)
 # Not metric words even when they head a phrase after a number.
@@ -77,6 +80,7 @@ class ResultFinder:
         # The head tokens of the recognised tasks of the document being read.
         self.task_tokens: set[int] = set()
         self.metric_drop = frozenset(words["metric_drop"])
+        self.metric_tails = frozenset(words["metric_tails"])
         self.dataset_cues = frozenset(words["dataset_cues"])
         self.not_units = frozenset(words["not_units"])
 
@@ -139,6 +143,14 @@ class ResultFinder:
             glued += 2
         if glued > start and doc[start : glued + 1].text.lower() in self.metric_drop:
             start = glued + 1
+        # "FID score", "F1-score": a generic tail after a named metric names the same
+        # metric, so that one leaderboard holds both wordings
+        if end - start >= 2 and doc[end - 1].lower_ in self.metric_tails:
+            k = end - 2
+            if k > start and doc[k].text == "-" and not doc[k - 1].whitespace_:
+                k -= 1
+            if k == start and (doc[k].text in self.acronyms or _AT_K.fullmatch(doc[k].text)):
+                end = k + 1
         return doc[start:end]
 
     def _right(self, doc: Doc, end: int, sent: Span, metric_tokens: set[int]) -> Span | None:
@@ -304,8 +316,10 @@ class ResultFinder:
         out: list[tuple[Span, str | None, bool, int, int]] = []
         taken: set[int] = set()
         for v in find_values(sent.text):
-            if v.number is None:
-                continue
+            if v.number is None or (v.unit == "×" and _DIMENSION.match(sent.text, v.end)):
+                continue  # "256×256", "6×6 mazes": a size, not a speed-up
+            if _DIMENSION_BEFORE.search(sent.text, 0, v.start):
+                continue  # the second side of "9×9 Go"
             span = doc.char_span(
                 sent.start_char + v.start, sent.start_char + v.end, alignment_mode="expand"
             )
@@ -324,6 +338,16 @@ class ResultFinder:
             nxt = doc[tok.i + 1] if tok.i + 1 < sent.end else None
             if nxt is not None and not tok.whitespace_ and nxt.text not in ")%,;:.":
                 continue
+            if any(t is not None and t.text in ("×", "x") for t in (prev, nxt)):
+                continue  # "512 × 512": a size
+            if (
+                prev is not None
+                and _NAME_PART.fullmatch(prev.text)
+                and "." not in tok.text
+                and prev.text not in self.acronyms
+                and prev.lower_ not in self.heads
+            ):
+                continue  # "MATH 500", "Llama 3": the end of a name, not "FID 2", "Recall 95"
             out.append((doc[tok.i : tok.i + 1], None, True, tok.idx, tok.idx + len(tok.text)))
         out.sort(key=lambda t: t[0].start)
         return out
@@ -364,28 +388,42 @@ class ResultFinder:
                 if nxt is not None and nxt.lower_ in self.counts and unit != "%" and metric is None:
                     continue  # "20 samples", "4× more tokens": a count, not a score
                 right = self._right(doc, span.end, sent, metric_tokens)
-                # "47.7 mAP on Gen1" reads rightwards; "MAE 6.22 years" leftwards
+                # "47.7 mAP on Gen1" reads rightwards; "MAE 6.22 years" leftwards; a unit
+                # that names a metric ("30.1 AP") before a metric further left
+                if right is None and unit and unit in self.acronyms:
+                    right = doc[span.end - 1 : span.end]
                 metric = right or metric
-                if metric is None and (not bare or span[0].head.pos_ == "ADP"):
+                if (
+                    metric is None
+                    and (not bare or span[0].head.pos_ == "ADP")
+                    and not self._share_of(doc, span, sent)
+                ):
                     metric = self._through_verb(span[0], metric_tokens)
-                if metric is None and unit and unit in self.acronyms:
-                    metric = doc[span.end - 1 : span.end]
                 marks.append((span, metric, unit, bare))
             self._share(doc, marks)
             # "higher attack success rates ..., improving from 5.18% to 32.05% on
             # AgentDojo": a number tied to no metric takes the one its sentence names
             lone = self._lone_metric(doc, sent, metric_tokens)
-            marks = [(v, m if m or b else lone, u, b) for v, m, u, b in marks]
+            # "18.9% of the cache", "100% of full-KV performance": a share of something
+            # else, not a score in the sentence's metric
+            marks = [
+                (v, m if m or b or self._share_of(doc, v, sent) else lone, u, b)
+                for v, m, u, b in marks
+            ]
             relative = [self._relative(doc, v, u, sent) for v, _, u, _ in marks]
             for k in range(1, len(marks)):
                 # "by **7.34%** and **1.04%**": coordinated numbers share their role
                 between = {t.text for t in doc[marks[k - 1][0].end : marks[k][0].start]}
                 if relative[k - 1] and between <= {"and", ",", "*", "**", "or"}:
                     relative[k] = True
-            for (span, metric, _unit, bare), rel in zip(marks, relative, strict=True):
+            datasets = shared_datasets(
+                doc, [(v, find_dataset(doc, v, m, sent, self.dataset_cues)) for v, m, _, _ in marks]
+            )
+            for (span, metric, _unit, bare), rel, dataset in zip(
+                marks, relative, datasets, strict=True
+            ):
                 if bare and metric is None:
                     continue
-                dataset = find_dataset(doc, span, metric, sent, self.dataset_cues)
                 found.append(
                     (
                         *chars[span.start],
@@ -400,6 +438,11 @@ class ResultFinder:
                 )
         doc._.kg_results = found
         return doc
+
+    @staticmethod
+    def _share_of(doc: Doc, value: Span, sent: Span) -> bool:
+        """Whether a number is a share of something: "20% of the training data"."""
+        return value.end < sent.end and doc[value.end].lower_ == "of"
 
     def _lone_metric(self, doc: Doc, sent: Span, metric_tokens: set[int]) -> Span | None:
         """The sentence's metric phrase when it names exactly one, else None."""
