@@ -21,6 +21,7 @@ through it ungated.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections import deque
@@ -78,7 +79,9 @@ class Gate:
             if waiter.done() and not waiter.cancelled():
                 self.leave(0.0)  # the slot was handed over as it was cancelled: pass it on
             else:
-                self._waiters.remove(waiter)
+                # leave() may have dropped it already (it skips cancelled waiters).
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
             raise
         return True
 
