@@ -35,6 +35,24 @@ UNGATED_PATHS = frozenset({"/health", "/ready", "/sparql", "/docs", "/redoc", "/
 UNGATED_PREFIXES = ("/static/",)
 
 
+class WaitEstimate:
+    """How long a newcomer will likely wait: recent handling time (exponentially
+    weighted) times the requests ahead of it, shared among the slots. The gate
+    below and the query pool (:mod:`service.pool`) both judge refusals by it."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots = max(1, slots)
+        self.typical = 0.005  # seconds one request ahead will probably cost
+
+    def note(self, seconds: float) -> None:
+        """One request was handled in ``seconds``."""
+        self.typical += 0.2 * (seconds - self.typical)
+
+    def wait(self, waiting: int) -> float:
+        """Seconds a request arriving behind ``waiting`` others would likely wait."""
+        return (waiting + 1) * self.typical / self.slots
+
+
 class Gate:
     """The bookkeeping of admission: slots, the FIFO of waiters, refusals."""
 
@@ -46,9 +64,7 @@ class Gate:
         self.running = 0
         self.refused = 0  # since start (``/ready`` reports it)
         self._waiters: deque[asyncio.Future[None]] = deque()
-        # Recent handling time (seconds, exponentially weighted): what one
-        # request ahead in the queue will probably cost.
-        self._typical = 0.005
+        self._estimate = WaitEstimate(self.concurrent)
 
     @property
     def waiting(self) -> int:
@@ -57,7 +73,7 @@ class Gate:
 
     def expected_wait(self) -> float:
         """Seconds a request arriving now would probably wait for a slot."""
-        return (len(self._waiters) + 1) * self._typical / self.concurrent
+        return self._estimate.wait(len(self._waiters))
 
     async def enter(self) -> bool:
         """Take a slot, waiting for one if the wait is likely short; False (and
@@ -88,7 +104,7 @@ class Gate:
     def leave(self, seconds: float) -> None:
         """Give the slot back after ``seconds`` of handling."""
         if seconds:
-            self._typical += 0.2 * (seconds - self._typical)
+            self._estimate.note(seconds)
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():

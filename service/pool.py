@@ -38,6 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kg.store.sparql_text import tokens
+from service.admission import WaitEstimate
 from service.messages import (
     Answer,
     Failure,
@@ -82,9 +83,8 @@ class QueryPool:
         self.budget = budget
         self.queue = queue
         self.max_wait = max_wait
-        # Recent fast-lane evaluation time (seconds, exponentially weighted):
-        # what each query ahead of a newcomer will probably cost it.
-        self._typical = 0.005
+        # From recent fast-lane evaluation times: the wait a newcomer would have.
+        self._estimate = WaitEstimate(size)
         self.snapshots = snapshots
         self._waiting = 0  # requests waiting for an idle worker
         self._slow = 0  # queries running past the budget
@@ -301,7 +301,7 @@ class QueryPool:
 
     def expected_wait(self) -> float:
         """Seconds a query arriving now would probably wait for a fast-lane worker."""
-        return (self._waiting + 1) * self._typical / max(1, self.size - self.slow_lane)
+        return self._estimate.wait(self._waiting)
 
     def _slow_lane_full(self, why: str) -> PoolBusy:
         return PoolBusy(
@@ -331,7 +331,7 @@ class QueryPool:
                 {call}, timeout=max(min(wait, deadline - time.monotonic()), 0.001)
             )
             if done:
-                self._typical += 0.2 * (time.monotonic() - started - self._typical)
+                self._estimate.note(time.monotonic() - started)
                 return call.result()
             now, cpu = time.monotonic(), cpu_seconds(worker.pid)
             if cpu is None or cpu_before is None or now >= deadline:
