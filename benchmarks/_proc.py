@@ -54,14 +54,7 @@ def _rss_kb(pid: int) -> int:
 
 def tree_rss_mb(root: int | None = None) -> float:
     """Resident memory of a process and all its descendants, in MB."""
-    root = root or os.getpid()
-    tree = _children()
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += _rss_kb(pid)
-        todo.extend(tree.get(pid, ()))
-    return total / 1024
+    return sum(_rss_kb(pid) for pid in tree_pids(root or os.getpid())) / 1024
 
 
 def tree_pids(root: int) -> list[int]:
