@@ -69,11 +69,11 @@ def assemble_results(
             dataset = resolve(doc[ds:de], EntityType.DATASET, declared)
         else:
             dataset = _nearest(in_sentence, EntityType.DATASET, vs, abstract)
-        if dataset is not None and normal_label(dataset.label, _label_rules()) != dataset.label:
-            # the paper's own "ImageNet-512x512", taken as the nearest dataset
-            dataset = resolve.labelled(
-                EntityType.DATASET, normal_label(dataset.label, _label_rules())
-            )
+        if dataset is not None:
+            normal = normal_label(dataset.label, _label_rules())
+            if normal != dataset.label:
+                # the paper's own "ImageNet-512x512", taken as the nearest dataset
+                dataset = resolve.labelled(EntityType.DATASET, normal)
         if metric is not None and dataset is not None and metric.key == "score":
             # "an overall score of 0.73 on GenEval" is the GenEval score: the board of
             # the benchmark's own score, not of every "score"
