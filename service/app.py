@@ -115,9 +115,9 @@ class TrackedStore:
         finally:
             self._written()
 
-    def replace_quads(self, remove: Any, add: Any) -> None:
+    def replace_quads(self, remove: Any, add: Any, *, graphs: Any = None) -> None:
         try:
-            self._store.replace_quads(remove, add)
+            self._store.replace_quads(remove, add, graphs=graphs)
         finally:
             self._written()
 

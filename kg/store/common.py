@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol, runtime_checkable
 
@@ -82,9 +82,17 @@ class GraphStore(Protocol):
         """Remove a paper's graph; False when there was none."""
         ...
 
-    def replace_quads(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
+    def replace_quads(
+        self,
+        remove: Sequence[Quad],
+        add: Sequence[Quad],
+        *,
+        graphs: Mapping[str, Sequence[Quad]] | None = None,
+    ) -> None:
         """Remove some quads and add others, in one transaction (consolidation's
-        rewrites of paper graphs and of the entities graph)."""
+        rewrites of paper graphs and of the entities graph). ``graphs``: paper id
+        → the whole graph that paper has after the write, where the caller holds
+        it, so that a store keeping rows derived from papers need not read them back."""
         ...
 
     def paper_ids(self) -> Iterator[str]:

@@ -267,14 +267,16 @@ def consolidate(
     report.nodes = len(resolution.nodes)
     remove: list[Quad] = []
     add: list[Quad] = []
+    graphs: dict[str, list[Quad]] = {}  # the rewritten papers' whole graphs
 
     def write(force: bool = False) -> None:
         if (remove or add) and (force or len(remove) + len(add) >= BATCH_QUADS):
-            store.replace_quads(list(remove), list(add))
+            store.replace_quads(list(remove), list(add), graphs=dict(graphs))
             report.quads_removed += len(remove)
             report.quads_added += len(add)
             remove.clear()
             add.clear()
+            graphs.clear()
 
     papers = {s.paper: s.iri.rsplit("/surface/", 1)[0] for s in surfaces}
     for graph in _changed_papers(surfaces, resolution):
@@ -292,6 +294,7 @@ def consolidate(
         before, after = set(old), set(new)
         remove.extend(q for q in old if q not in after)
         add.extend(q for q in new if q not in before)
+        graphs[pid] = list(dict.fromkeys(new))
         report.papers_rewritten += 1
         write()
     write(force=True)

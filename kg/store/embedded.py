@@ -15,7 +15,7 @@ short has no hash and is written again by the next ingest.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -227,7 +227,13 @@ class EmbeddedStore:
         self._store.remove_graph(graph)
         return True
 
-    def replace_quads(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
+    def replace_quads(
+        self,
+        remove: Sequence[Quad],
+        add: Sequence[Quad],
+        *,
+        graphs: Mapping[str, Sequence[Quad]] | None = None,
+    ) -> None:
         """One SPARQL update, so readers see all of it or none of it."""
         self._check_writable()
         if remove or add:

@@ -14,7 +14,7 @@ import hashlib
 import logging
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -133,9 +133,16 @@ class IndexedStore:
         )
         return result[0]
 
-    def replace_quads(self, remove: Sequence[Quad], add: Sequence[Quad]) -> None:
-        """Remove and add quads (consolidation), then re-read the index rows of the
-        papers and the entities they touch from the store."""
+    def replace_quads(
+        self,
+        remove: Sequence[Quad],
+        add: Sequence[Quad],
+        *,
+        graphs: Mapping[str, Sequence[Quad]] | None = None,
+    ) -> None:
+        """Remove and add quads (consolidation), then rebuild the index rows of the
+        papers they touch (from ``graphs`` where given, else read back from the
+        store) and of the entities they touch."""
         changed = [*remove, *add]
         papers = sorted({p for q in changed if (p := paper_id_from_graph(text(q.graph_name)))})
         entities = sorted({text(q.subject) for q in changed if q.graph_name == ENTITIES_GRAPH})
@@ -145,10 +152,15 @@ class IndexedStore:
                 old_names.setdefault(text(q.subject), set()).add(text(q.object))
 
         def index_write() -> None:
-            self.index.write(list(read_rows(self._store, papers)), {})
+            given = graphs or {}
+            rows = [
+                paper_row(pid, paper_iri(pid).value, given[pid]) for pid in papers if pid in given
+            ]
+            rows += read_rows(self._store, [pid for pid in papers if pid not in given])
+            self.index.write(rows, {})
             self.index.set_entities(entity_infos_of(self._store, entities), entities, old_names)
 
-        self._follow(lambda: self._store.replace_quads(remove, add), index_write)
+        self._follow(lambda: self._store.replace_quads(remove, add, graphs=graphs), index_write)
 
     def update(self, sparql: str) -> None:
         """A SPARQL update can change anything: the index is stale afterwards,
