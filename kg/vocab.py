@@ -27,6 +27,11 @@ class _Namespace:
         self.iri = iri
         self.terms = frozenset(terms)
         self._nodes = {t: NamedNode(iri + t) for t in terms}
+        # As instance attributes, terms are found without calling __getattr__
+        # (mapping and indexing read them millions of times per corpus).
+        clash = self._nodes.keys() & {"iri", "terms", "_nodes"}
+        assert not clash, f"terms shadow the namespace's own attributes: {clash}"
+        self.__dict__.update(self._nodes)
 
     def __getattr__(self, name: str) -> NamedNode:
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
 from kg.reading import latex
@@ -47,6 +47,7 @@ def _plain(label: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
 
+@lru_cache(maxsize=1 << 16)
 def canonical_key(label: str) -> str:
     """The key of an entity label: ``Multi-Agent Transformers`` → ``multiagent-transformer``."""
     text = _plain(label)

@@ -92,6 +92,16 @@ def is_model_name(label: str) -> bool:
 # ------------------------------------------------------------------ pruning
 
 
+@cache
+def _evaluative_modifiers() -> frozenset[str]:
+    return word_list("evaluative_modifiers") | words("evaluative_modifiers")
+
+
+@cache
+def _generic_head_keys() -> frozenset[str]:
+    return frozenset(canonical_key(g) for g in words("generic_heads"))
+
+
 def reduce_phrase(label: str) -> str | None:
     """What a phrase leaves to be a node: the label itself, the label without a
     leading judgement ("high accuracy" → "accuracy"), or None when nothing
@@ -99,14 +109,13 @@ def reduce_phrase(label: str) -> str | None:
     if label.strip().lower() in words("not_entities"):
         return None  # "GPU", "GitHub", "English": mentioned, but not research entities
     tokens = label.split()
-    evaluative = word_list("evaluative_modifiers") | words("evaluative_modifiers")
+    evaluative = _evaluative_modifiers()
     while tokens and tokens[0].lower() in evaluative:
         tokens = tokens[1:]
     if not tokens:
         return None  # a judgement alone
-    generic = {canonical_key(g) for g in words("generic_heads")}
     modifiers = [t.lower() for t in tokens[:-1]]
-    if canonical_key(tokens[-1]) in generic and all(
+    if canonical_key(tokens[-1]) in _generic_head_keys() and all(
         m in words("uninformative_modifiers") for m in modifiers
     ):
         return None  # "3D data", "2D image", "improvement"
