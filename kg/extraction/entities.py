@@ -96,14 +96,15 @@ class EntityCollector:
         kind = kind or NER_TYPES.get(ent.label_)
         return Span(ent.doc, ent.start, ent.end, label=kind) if kind else None
 
-    def known_single(self, token: Token) -> bool:
-        """Whether a one-word NER mention is safe: repeated, a known acronym, or defined here."""
+    def known_single(self, token: Token, doc_text: str) -> bool:
+        """Whether a one-word NER mention is safe: repeated, a known acronym, or defined
+        here (``doc_text``: the abstract's text, which spaCy rebuilds on every read)."""
         text = token.text
         if expand_acronym(text) or canonical_key(text) in self.lexicon_types:
             return True
         if text.islower():
             return False  # "estimator", "decoder": a common noun, not a name
-        if token.doc.text.count(text) >= 2:
+        if doc_text.count(text) >= 2:
             return True
         if text[:1].isupper() and text[1:].islower():
             return False  # a capitalised word met once is usually a person or place
@@ -135,11 +136,12 @@ class EntityCollector:
         last = span[-1]
         return last.pos_ in ("NOUN", "PROPN", "NUM", "X") or is_acronym(last.text)
 
-    def has_evidence(self, span: Span) -> bool:
-        """Support beyond the statistical NER: a typed head, a name, or a repeat mention."""
+    def has_evidence(self, span: Span, doc_text: str) -> bool:
+        """Support beyond the statistical NER: a typed head, a name, or a repeat mention
+        (``doc_text``: the abstract's text)."""
         if self.head_type(span) is not None or self._named(span):
             return True
-        return span.doc.text.count(span.text) >= 2
+        return doc_text.count(span.text) >= 2
 
     def _named(self, span: Span) -> bool:
         return any(is_acronym(t.text) or any(c.isdigit() for c in t.text) for t in span) or (
@@ -181,6 +183,7 @@ class EntityCollector:
             candidates.append(Span(doc, span.start, span.end, label=span.label_, kb_id="lexicon"))
         # Short forms defined in this paper take the type of their long form ("GenPRMs").
         long_of = {(ss, se): doc[ls:le] for ls, le, ss, se in doc._.kg_abbreviations or []}
+        text = doc.text
         for ent in doc.ents:
             if ent.label_ == "OtherScientificTerm" and (
                 any(is_acronym(t.text) and any(c.isdigit() for c in t.text) for t in ent)
@@ -196,7 +199,7 @@ class EntityCollector:
                 continue
             if not self.well_formed(trimmed) or not self.specific(trimmed):
                 continue
-            if not self.has_evidence(trimmed):
+            if not self.has_evidence(trimmed, text):
                 continue  # a span only the recogniser saw, with no typed head, name or repeat
             long_form = long_of.get((trimmed.start, trimmed.end))
             if long_form is not None:
@@ -211,7 +214,7 @@ class EntityCollector:
                 and not any(is_acronym(t.text) for t in trimmed)
             ):
                 continue  # "transfer learning scheme": a description, not a method's name
-            if len(trimmed) == 1 and not self.known_single(trimmed[0]):
+            if len(trimmed) == 1 and not self.known_single(trimmed[0], text):
                 continue  # "STOC", "Chatterjee": a venue or a person mentioned once
             if _cites_authors(trimmed):
                 continue  # "Ben Arous et al.": people, not a method

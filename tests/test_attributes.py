@@ -1,0 +1,64 @@
+"""The indexed attribute ruler finds exactly what spaCy's attribute ruler finds."""
+
+from __future__ import annotations
+
+import pytest
+import spacy
+
+from kg.extraction.attributes import IndexedAttributeRuler
+from kg.extraction.extractor import BASE_PIPELINE
+from kg.reading.readers import read_paths
+from kg.resources import sample_corpus
+
+# Sentences that reach each kind of rule: the two-token ones ("gonna", "let's",
+# "y'all", "ain't", "there is"), pronoun case by dependency, auxiliaries,
+# "do/have" as main verbs, determiners as pronouns, "but" as an adverb, whitespace.
+TRICKY = [
+    "I'm gonna go; let's see, y'all ain't got ta do it. There is a cat and there are dogs.",
+    "You did it, and it did me. But I gave it to you. He has done it; do you have it?",
+    "Which one is that, that one? I know that it is.\n\nDo   it, but only once.",
+    "We propose X.  It was shown that all of these were theirs, wasn't it?",
+]
+
+
+@pytest.fixture(scope="module")
+def parsed() -> tuple[spacy.language.Language, list]:  # type: ignore[name-defined]
+    nlp = spacy.load(BASE_PIPELINE, exclude=["ner", "senter"])
+    texts = TRICKY + [r.abstract for r in read_paths(sample_corpus()) if hasattr(r, "abstract")]
+    docs = list(nlp.pipe(texts, disable=["attribute_ruler", "lemmatizer"]))
+    return nlp, docs
+
+
+def test_same_matches_as_spacy(parsed) -> None:  # noqa: ANN001
+    nlp, docs = parsed
+    spacy_ruler = nlp.get_pipe("attribute_ruler")
+    ours = IndexedAttributeRuler(nlp.vocab)
+    ours.add_patterns(spacy_ruler.patterns)
+    assert len(docs) > 30
+    for doc in docs:
+        assert ours.match(doc) == spacy_ruler.match(doc), doc.text[:60]
+    # The tricky sentences do reach the rules the index cannot serve.
+    assert any(m[0] != 0 and m[3] - m[2] == 2 for doc in docs[:4] for m in ours.match(doc))
+
+
+def test_a_rule_added_later_is_found(parsed) -> None:  # noqa: ANN001
+    nlp, docs = parsed
+    ours = IndexedAttributeRuler(nlp.vocab)
+    ours.add_patterns(nlp.get_pipe("attribute_ruler").patterns)
+    before = ours.match(docs[0])
+    ours.add([[{"LOWER": "cat", "TAG": {"IN": ["NN", "NNS"]}}]], {"LEMMA": "feline"})
+    after = ours.match(docs[0])
+    assert len(after) == len(before) + 1
+    doc = nlp("There is a cat.")
+    assert [t.lemma_ for t in ours(doc)][3] == "feline"
+
+
+def test_the_pipeline_tags_as_before(parsed) -> None:  # noqa: ANN001
+    from kg.extraction import build_pipeline
+
+    nlp, _ = parsed
+    ours = build_pipeline(model_dir=None, typer=None)
+    assert isinstance(ours.get_pipe("attribute_ruler"), IndexedAttributeRuler)
+    for text in TRICKY:
+        want = [(t.tag_, t.pos_, str(t.morph), t.lemma_) for t in nlp(text)]
+        assert [(t.tag_, t.pos_, str(t.morph), t.lemma_) for t in ours(text)] == want
