@@ -1,11 +1,11 @@
-"""The indexed attribute ruler finds exactly what spaCy's attribute ruler finds."""
+"""The indexed attribute ruler and the memoised lemmatizer set exactly what spaCy's set."""
 
 from __future__ import annotations
 
 import pytest
 import spacy
 
-from kg.extraction.attributes import IndexedAttributeRuler
+from kg.extraction.attributes import IndexedAttributeRuler, MemoLemmatizer
 from kg.extraction.extractor import BASE_PIPELINE
 from kg.reading.readers import read_paths
 from kg.resources import sample_corpus
@@ -59,6 +59,20 @@ def test_the_pipeline_tags_as_before(parsed) -> None:  # noqa: ANN001
     nlp, _ = parsed
     ours = build_pipeline(model_dir=None, typer=None)
     assert isinstance(ours.get_pipe("attribute_ruler"), IndexedAttributeRuler)
+    assert isinstance(ours.get_pipe("lemmatizer"), MemoLemmatizer)
     for text in TRICKY:
         want = [(t.tag_, t.pos_, str(t.morph), t.lemma_) for t in nlp(text)]
         assert [(t.tag_, t.pos_, str(t.morph), t.lemma_) for t in ours(text)] == want
+
+
+def test_same_lemmas_as_spacy(parsed) -> None:  # noqa: ANN001
+    nlp, docs = parsed
+    spacy_ruler, spacy_lemmatizer = nlp.get_pipe("attribute_ruler"), nlp.get_pipe("lemmatizer")
+    ours = MemoLemmatizer(nlp.vocab, None, "lemmatizer", mode="rule")
+    ours.initialize(lookups=spacy_lemmatizer.lookups)
+    for _ in range(2):  # the second pass reads every lemma from the memo
+        for doc in docs:
+            want, got = spacy_ruler(doc.copy()), spacy_ruler(doc.copy())
+            want, got = spacy_lemmatizer(want), ours(got)
+            assert [t.lemma_ for t in got] == [t.lemma_ for t in want], doc.text[:60]
+    assert ours._memo  # noqa: SLF001
