@@ -53,6 +53,8 @@ from kg.vocab import ID_PREFIX, KG, RDF, SKOS, XSD, paper_id_from_graph
 _TYPES = tuple(k.name for k in schema.ENTITY_TYPES)
 BATCH_QUADS = 20_000
 """Quads per store write: each write is one transaction (one SPARQL update)."""
+HELD_QUADS = 100_000
+"""Quads of rewritten paper graphs held for the index before a write is forced."""
 
 
 @dataclass
@@ -268,15 +270,19 @@ def consolidate(
     remove: list[Quad] = []
     add: list[Quad] = []
     graphs: dict[str, list[Quad]] = {}  # the rewritten papers' whole graphs
+    held = [0]  # quads in ``graphs``: they bound a batch's memory as much as the changes
 
     def write(force: bool = False) -> None:
-        if (remove or add) and (force or len(remove) + len(add) >= BATCH_QUADS):
+        if (remove or add) and (
+            force or len(remove) + len(add) >= BATCH_QUADS or held[0] >= HELD_QUADS
+        ):
             store.replace_quads(list(remove), list(add), graphs=dict(graphs))
             report.quads_removed += len(remove)
             report.quads_added += len(add)
             remove.clear()
             add.clear()
             graphs.clear()
+            held[0] = 0
 
     papers = {s.paper: s.iri.rsplit("/surface/", 1)[0] for s in surfaces}
     for graph in _changed_papers(surfaces, resolution):
@@ -295,6 +301,7 @@ def consolidate(
         remove.extend(q for q in old if q not in after)
         add.extend(q for q in new if q not in before)
         graphs[pid] = list(dict.fromkeys(new))
+        held[0] += len(graphs[pid])
         report.papers_rewritten += 1
         write()
     write(force=True)
