@@ -426,3 +426,63 @@ def test_prefix_lists_from_an_older_index_file_alike(store_copy: Path) -> None:
     # 3, not 4: only kg reindex fills the results tables.
     assert version(upgraded.reader()) == 3 and lists(upgraded) == expected
     upgraded.close()
+
+
+def _filtered_by_sql(db: object, eids: list[int], match: str) -> list[str]:
+    """The papers of these entities matching ``match``, by id, intersected in SQLite
+    (what ``filtered_papers`` did before the hit bitmaps)."""
+    marks = ",".join("?" * len(eids))
+    rows = db.execute(  # type: ignore[attr-defined]
+        f"SELECT DISTINCT l.paper_id FROM links l WHERE l.eid IN ({marks}) AND l.pid IN "
+        "(SELECT rowid FROM papers_fts WHERE papers_fts MATCH ?) ORDER BY l.paper_id",
+        [*eids, match],
+    )
+    return [paper_id for (paper_id,) in rows]
+
+
+def test_text_with_entity_filters_pages_like_one_intersection(both: tuple) -> None:
+    from kg.store.index import read as ix
+
+    indexed, _scanning = both
+    index = indexed.app.state.store.search_index()
+    db = index.reader()
+    top = db.execute(
+        "SELECT iri, eid FROM entities WHERE papers > 0 ORDER BY papers DESC, iri LIMIT 3"
+    ).fetchall()
+    for word in ("learning", "model", "the", "zzzqqq"):
+        match = ix.fts_query(word)
+        for entry in ([top[0][0]], [top[0][0], top[1][0]], [top[2][0]]):
+            eids = [eid for iri, eid in top if iri in entry]
+            every = _filtered_by_sql(db, eids, match)
+            for limit, offset in ((1, 0), (3, 2), (200, 0), (5, len(every) - 1), (5, 10_000)):
+                total, rows = ix.filtered_papers(index, [entry], word, limit, offset)
+                assert total == len(every), (word, entry)
+                assert [pid for _iri, pid, _t in rows] == every[offset : offset + limit]
+
+
+def test_text_hit_bitmaps_follow_commits(store_copy: Path) -> None:
+    import sqlite3
+
+    from kg.store.index import read as ix
+    from kg.store.index.db import Index
+
+    path = Path(f"{store_copy}.index.sqlite")
+    index = Index(path, read_only=True)
+    db = index.reader()
+    eid, pid, paper_id = db.execute(
+        "SELECT l.eid, l.pid, l.paper_id FROM links l JOIN entities e ON e.eid = l.eid "
+        "WHERE e.papers > 0 LIMIT 1"
+    ).fetchone()
+    iri = db.execute("SELECT iri FROM entities WHERE eid = ?", (eid,)).fetchone()[0]
+    assert ix.filtered_papers(index, [iri], "quokkaword", 10, 0)[0] == 0  # now held
+    # Another connection (a writer, possibly another process) commits the word.
+    with sqlite3.connect(path) as other:
+        title, abstract = other.execute(
+            "SELECT title, abstract FROM papers_fts WHERE rowid = ?", (pid,)
+        ).fetchone()
+        other.execute(
+            "UPDATE papers_fts SET abstract = ? WHERE rowid = ?", (abstract + " quokkaword", pid)
+        )
+    total, rows = ix.filtered_papers(index, [iri], "quokkaword", 10, 0)
+    assert (total, [r[1] for r in rows]) == (1, [paper_id])
+    index.close()

@@ -212,4 +212,9 @@ def clean(text: str) -> Cleaned:
 
 def clean_label(text: str) -> str:
     """A display label without LaTeX and with folded whitespace."""
+    if "\\" not in text and "$" not in text and "{" not in text:
+        # clean() leaves such text unchanged; skipping its offset maps keeps a
+        # graph of hundreds of labels cheap. str.split() folds the same
+        # (Unicode) whitespace as \s+ does.
+        return " ".join(text.split())
     return re.sub(r"\s+", " ", clean(text).text).strip()
