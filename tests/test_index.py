@@ -8,6 +8,7 @@ must give exactly what the scanning queries give."""
 from __future__ import annotations
 
 import random
+import sqlite3
 from pathlib import Path
 
 from kg.mapping.papers import map_paper
@@ -273,3 +274,24 @@ def test_task_nodes_from_the_index_are_those_the_store_holds(sample_store: Path)
         assert sorted(task_iris(store.inner)) == sorted(scanned)  # no index: the scan
     finally:
         store.close()
+
+
+def test_closing_the_store_folds_the_index_log_back(tmp_path: Path) -> None:
+    # A bulk build left to autocheckpoints kept a 5 GB write-ahead log beside a
+    # 100k-paper index, and every later read and start paid for it.
+    from kg.store.index.db import Index
+
+    index = Index(tmp_path / "i.sqlite")
+    other = sqlite3.connect(tmp_path / "i.sqlite")  # a reader of another thread, still open
+    other.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    with index._writer() as db:  # noqa: SLF001
+        db.execute("CREATE TABLE t (x)")
+        db.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(50_000)])
+    log = tmp_path / "i.sqlite-wal"
+    assert log.exists() and log.stat().st_size > 0
+    index.close()
+    assert not log.exists() or log.stat().st_size == 0
+    other.close()
+    assert Index(tmp_path / "i.sqlite").reader().execute("SELECT count(*) FROM t").fetchone() == (
+        50_000,
+    )
