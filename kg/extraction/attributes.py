@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 import numpy
 from spacy.attrs import DEP, IS_SPACE, LEMMA, LOWER, MORPH, ORTH, POS, TAG
@@ -85,7 +85,8 @@ class IndexedAttributeRuler(AttributeRuler):
         strings = self.vocab.strings
         for rule, row in enumerate(self.patterns):
             key = strings.add(str(rule))  # the rule's match id, as AttributeRuler.add makes it
-            for pattern in row["patterns"]:
+            patterns: list[list[dict[str, Any]]] = row["patterns"]  # type: ignore[assignment]
+            for pattern in patterns:
                 tests = _tests(pattern, strings) if len(pattern) == 1 else None
                 if tests is None:
                     self._rest.add(key, [pattern])
@@ -140,6 +141,19 @@ def _passes(row: list[int], tests: list[Test]) -> bool:
     return True
 
 
+def use_in(nlp: Language) -> None:
+    """Put ``kg_attribute_ruler`` and ``kg_lemmatizer`` in the places of the English
+    model's ``attribute_ruler`` and ``lemmatizer``, with the same rules and tables."""
+    rules = cast(AttributeRuler, nlp.get_pipe("attribute_ruler")).patterns
+    cast(AttributeRuler, nlp.replace_pipe("attribute_ruler", "kg_attribute_ruler")).add_patterns(
+        rules
+    )
+    tables = cast(EnglishLemmatizer, nlp.get_pipe("lemmatizer")).lookups
+    cast(EnglishLemmatizer, nlp.replace_pipe("lemmatizer", "kg_lemmatizer")).initialize(
+        lookups=tables
+    )
+
+
 @Language.factory(
     "kg_attribute_ruler",
     assigns=["token.pos", "token.tag", "token.morph", "token.lemma"],
@@ -184,7 +198,7 @@ class MemoLemmatizer(EnglishLemmatizer):
                 found = memo[key] = strings.add(self.lemmatize(doc[i])[0])
             lemmas.append(found)
         if lemmas:
-            doc.from_array([LEMMA], numpy.asarray(lemmas, dtype="uint64"))
+            doc.from_array([LEMMA], cast(Any, numpy.asarray(lemmas, dtype="uint64")))
         return doc
 
 

@@ -20,7 +20,7 @@ import spacy
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 
-from kg.extraction import attributes  # noqa: F401  (registers kg_attribute_ruler, kg_lemmatizer)
+from kg.extraction import attributes
 from kg.extraction.canonical import (
     canonical_key,
     display_label,
@@ -83,13 +83,7 @@ def build_pipeline(
 ) -> Language:
     """The extraction pipeline: English model, SciERC NER (when shipped), our components."""
     nlp = spacy.load(BASE_PIPELINE, exclude=list(EXCLUDE))
-    # The same rules and tables, applied faster (kg/extraction/attributes.py).
-    rules = nlp.get_pipe("attribute_ruler").patterns
-    nlp.replace_pipe("attribute_ruler", "kg_attribute_ruler")
-    nlp.get_pipe("attribute_ruler").add_patterns(rules)
-    tables = nlp.get_pipe("lemmatizer").lookups
-    nlp.replace_pipe("lemmatizer", "kg_lemmatizer")
-    nlp.get_pipe("lemmatizer").initialize(lookups=tables)
+    attributes.use_in(nlp)  # the same rules and tables, applied faster
     if model_dir is not None and (model_dir / "config.cfg").exists():
         trained = spacy.load(model_dir, exclude=["senter"])
         nlp.add_pipe("ner", name=NER_NAME, source=trained)

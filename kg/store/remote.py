@@ -41,7 +41,7 @@ Writes
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
 from typing import IO
 
@@ -251,14 +251,8 @@ class RemoteStore:
         self._check(response, "delete")
         return True
 
-    def replace_quads(
-        self,
-        remove: Sequence[Quad],
-        add: Sequence[Quad],
-        *,
-        graphs: Mapping[str, Sequence[Quad]] | None = None,
-    ) -> None:
-        """One SPARQL update: ``DELETE DATA`` then ``INSERT DATA``."""
+    def replace_quads(self, remove: Sequence[Quad], add: Sequence[Quad], **_: object) -> None:
+        """One SPARQL update: ``DELETE DATA`` then ``INSERT DATA`` (``graphs``: not needed)."""
         if remove or add:
             self.update(data_update(remove, add))
 
