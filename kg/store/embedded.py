@@ -15,7 +15,7 @@ short has no hash and is written again by the next ingest.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -227,14 +227,8 @@ class EmbeddedStore:
         self._store.remove_graph(graph)
         return True
 
-    def replace_quads(
-        self,
-        remove: Sequence[Quad],
-        add: Sequence[Quad],
-        *,
-        graphs: Mapping[str, Sequence[Quad]] | None = None,
-    ) -> None:
-        """One SPARQL update, so readers see all of it or none of it."""
+    def replace_quads(self, remove: Sequence[Quad], add: Sequence[Quad], **_: object) -> None:
+        """One SPARQL update, so readers see all of it or none of it (``graphs``: not needed)."""
         self._check_writable()
         if remove or add:
             self._store.update(data_update(remove, add))
