@@ -128,6 +128,11 @@ class Cleaned:
         return self.starts[start], self.ends[end - 1]
 
 
+def has_markup(text: str) -> bool:
+    """Whether :func:`clean` would change the text (it has ``\\``, ``$`` or ``{``)."""
+    return "\\" in text or "$" in text or "{" in text
+
+
 def clean(text: str) -> Cleaned:
     """Strip inline LaTeX markup: ``$k$-means`` → ``k-means``, ``$\\times$46`` → ``×46``.
 
@@ -135,7 +140,7 @@ def clean(text: str) -> Cleaned:
     dropped; symbol commands become their Unicode character; ``\\%`` becomes
     ``%``. Text without LaTeX comes back unchanged with an identity map.
     """
-    if "\\" not in text and "$" not in text and "{" not in text:
+    if not has_markup(text):
         n = len(text)
         return Cleaned(text, tuple(range(n)), tuple(range(1, n + 1)))
     out: list[str] = []
@@ -212,7 +217,7 @@ def clean(text: str) -> Cleaned:
 
 def clean_label(text: str) -> str:
     """A display label without LaTeX and with folded whitespace."""
-    if "\\" not in text and "$" not in text and "{" not in text:
+    if not has_markup(text):
         # clean() leaves such text unchanged; skipping its offset maps keeps a
         # graph of hundreds of labels cheap. str.split() folds the same
         # (Unicode) whitespace as \s+ does.
