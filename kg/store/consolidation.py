@@ -270,11 +270,13 @@ def consolidate(
     remove: list[Quad] = []
     add: list[Quad] = []
     graphs: dict[str, list[Quad]] = {}  # the rewritten papers' whole graphs
-    held = [0]  # quads in ``graphs``: they bound a batch's memory as much as the changes
 
     def write(force: bool = False) -> None:
         if (remove or add) and (
-            force or len(remove) + len(add) >= BATCH_QUADS or held[0] >= HELD_QUADS
+            force
+            or len(remove) + len(add) >= BATCH_QUADS
+            # the graphs held bound a batch's memory as much as the changes do
+            or sum(map(len, graphs.values())) >= HELD_QUADS
         ):
             store.replace_quads(list(remove), list(add), graphs=dict(graphs))
             report.quads_removed += len(remove)
@@ -282,7 +284,6 @@ def consolidate(
             remove.clear()
             add.clear()
             graphs.clear()
-            held[0] = 0
 
     papers = {s.paper: s.iri.rsplit("/surface/", 1)[0] for s in surfaces}
     for graph in _changed_papers(surfaces, resolution):
@@ -301,7 +302,6 @@ def consolidate(
         remove.extend(q for q in old if q not in after)
         add.extend(q for q in new if q not in before)
         graphs[pid] = list(dict.fromkeys(new))
-        held[0] += len(graphs[pid])
         report.papers_rewritten += 1
         write()
     write(force=True)
