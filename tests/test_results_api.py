@@ -35,6 +35,10 @@ ABSTRACTS = {
     "segmentation quality by 3%.",
     "kappa": "We address multi-view widget segmentation with KappaSeg, a new segmentation "
     "model for multi-view widget segmentation.",
+    # a benchmark paper: the models' numbers name no place, they are on LambdaBench
+    "lambda": "We present LambdaBench, a benchmark of multi-step widget puzzles. "
+    "Models such as GPT-4o, Llama-3-70B and Qwen2.5-72B reach accuracies of 61.0%, 42.5% "
+    "and 38.2%, respectively.",
 }
 
 
@@ -78,6 +82,7 @@ def test_leaderboards_list_one_item_per_dataset_and_metric(client: TestClient) -
     assert set(boards) == {
         ("ImageNet", "top-1 accuracy"),
         ("CIFAR-10", "Fréchet inception distance"),
+        ("LambdaBench", "accuracy"),
     }
     imagenet = boards[("ImageNet", "top-1 accuracy")]
     assert imagenet["results"] == 3 and imagenet["metric"]["higher_is_better"] is True
@@ -88,6 +93,23 @@ def test_leaderboards_list_one_item_per_dataset_and_metric(client: TestClient) -
     # a relative change (+12% on D4RL) is no leaderboard entry
     all_boards = get(client, "/leaderboards")["items"]
     assert not any(i["dataset"]["label"] == "D4RL" for i in all_boards)
+
+
+def test_a_benchmark_papers_own_benchmark_is_a_dataset_with_a_leaderboard(
+    client: TestClient,
+) -> None:
+    body = get(client, "/leaderboards/lambdabench/accuracy")
+    assert [(i["value"]["number"], i["method"]["label"], i["proposed"]) for i in body["items"]] == [
+        (61.0, "GPT-4o", False),
+        (42.5, "Llama-3-70B", False),
+        (38.2, "Qwen2.5-72B", False),
+    ]
+    # the paper proposed it (a method to the extractor), the corpus types the node by
+    # what the text calls it: a dataset the paper evaluates on, and no method node
+    assert get(client, "/entities/dataset/lambdabench")["label"] == "LambdaBench"
+    assert client.get("/entities/method/lambdabench").status_code == 404
+    paper = get(client, "/papers/lambda")
+    assert [d["label"] for d in paper["datasets"]] == ["LambdaBench"]
 
 
 def test_higher_is_better_sorts_descending(client: TestClient) -> None:

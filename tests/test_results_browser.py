@@ -65,7 +65,7 @@ def _ready(page) -> None:  # noqa: ANN001
 def test_leaderboards_to_a_board_to_its_sentence(page, server: str) -> None:  # noqa: ANN001
     page.goto(server + PAGE + "?min_results=3")
     _ready(page)
-    assert len(page.query_selector_all("#leaderboards tr")) == 3  # header + two boards
+    assert len(page.query_selector_all("#leaderboards tr")) == 4  # header + three boards
     page.click("#leaderboards a:text('ImageNet')")
     _ready(page)
     rows = page.query_selector_all("#leaderboard tr")[1:]

@@ -17,7 +17,7 @@ from functools import cache
 from spacy.tokens import Doc, Span
 
 from kg.extraction.canonical import canonical_key, display_label
-from kg.extraction.result_datasets import normal_label
+from kg.extraction.result_datasets import benchmark_pattern, benchmark_proposal, normal_label
 from kg.extraction.results import result_words_v1
 from kg.extraction.values import BARE_NUMBER
 from kg.model import Claim, Entity, EntityType, Result, Value
@@ -38,6 +38,7 @@ def assemble_results(
     written as a defined acronym ("ASR") meets its long form.
     """
     proposed = [e for e in entities if e.proposed]
+    bench = benchmark_proposal(proposed, abstract, _bench_patterns())
     resolve = _Resolver(cleaned, entities, identity)
     results: list[Result] = []
     for vs_c, ve_c, ms, me, relative, baseline, ds, de, declared in doc._.kg_results or []:
@@ -56,6 +57,8 @@ def assemble_results(
         if value.number is None:
             continue
         metric = resolve(doc[ms:me], EntityType.METRIC) if ms >= 0 else None
+        if metric is not None and metric.key.rsplit("-", 1)[-1] in _vague():
+            metric = None  # "13–38% average performance": the typer's metric names no measure
         in_sentence = [
             e
             for e in entities
@@ -67,8 +70,15 @@ def assemble_results(
         # the paper's own benchmark must not fall back to another name in the sentence.
         if ds >= 0:
             dataset = resolve(doc[ds:de], EntityType.DATASET, declared)
+            names_bench = bench is not None and resolve.covers(doc[ds:de], bench)
         else:
             dataset = _nearest(in_sentence, EntityType.DATASET, vs, abstract)
+            names_bench = True
+        if dataset is None and metric is not None and bench is not None and names_bench:
+            # A benchmark paper's numbers that name no other place ("the best model
+            # reaches only 39.3% on our benchmark") are scores on its benchmark, which
+            # the text calls one: a dataset node, declared.
+            dataset = resolve.same(bench, EntityType.DATASET)
         if dataset is not None:
             normal = normal_label(dataset.label, _label_rules())
             if normal != dataset.label:
@@ -82,6 +92,14 @@ def assemble_results(
         if baseline:
             method = claim.baseline
             is_proposed = False
+        elif bench is not None and dataset is not None and dataset.key == bench.key:
+            # On a paper's own benchmark the numbers are the models' it evaluates:
+            # the model named last before the number in its clause ("GPT-5 achieves
+            # 57.39%", "Qwen2.5-VL-32B: 39.54%"), never the benchmark itself.
+            method = _before(in_sentence, EntityType.METHOD, vs, abstract, bench)
+            if method is None and claim.subject is not None and claim.subject.key != bench.key:
+                method = claim.subject if claim.subject.type is EntityType.METHOD else None
+            is_proposed = bool(method is not None and method.proposed)
         else:
             subject = claim.subject
             if subject is not None and subject.type is EntityType.METHOD:
@@ -104,7 +122,49 @@ def assemble_results(
                 confidence=0.7 if metric is not None else 0.4,
             )
         )
+    _pair_respectively(results, entities, abstract)
     return results
+
+
+_RESPECTIVELY = re.compile(r"\brespectively\b")
+
+
+def _pair_respectively(results: list[Result], entities: list[Entity], abstract: str) -> None:
+    """ "A, B and C reach 56.4%, 26.9% and 33.6%, respectively": the i-th number
+    is the i-th method's, when the clause names as many methods as numbers."""
+    by_claim: dict[int, list[Result]] = {}
+    for r in results:
+        if not r.relative and r.value.number is not None:
+            by_claim.setdefault(r.claim_index, []).append(r)
+    for group in by_claim.values():
+        claim = group[0].claim
+        cue = _RESPECTIVELY.search(abstract, claim.start, claim.end)
+        if cue is None or len(group) < 2:
+            continue
+        values = sorted(
+            (r for r in group if r.value.end <= cue.start()), key=lambda r: r.value.start
+        )
+        if len(values) < 2:
+            continue
+        first = values[0].value.start
+        mentions = sorted(
+            (m.start, e)
+            for e in entities
+            if e.type is EntityType.METHOD
+            for m in e.mentions
+            if claim.start <= m.start
+            and m.end <= first
+            and not _CLAUSE_BREAK.search(abstract, m.end, first)
+        )
+        methods: list[Entity] = []
+        for _, e in mentions:
+            if e not in methods:
+                methods.append(e)
+        if len(methods) != len(values):
+            continue
+        for r, method in zip(values, methods, strict=True):
+            r.method = method
+            r.proposed = method.proposed
 
 
 class _Resolver:
@@ -154,6 +214,15 @@ class _Resolver:
                 key, label, aliases = canonical_key(normal), normal, [written]
         return self._own(kind, key, label, aliases, declared)
 
+    def covers(self, span: Span, entity: Entity) -> bool:
+        """Whether one of the entity's mentions covers the span."""
+        start, end = self.cleaned.to_original(span.start_char, span.end_char)
+        return any(m.start <= start and end <= m.end for m in entity.mentions)
+
+    def same(self, entity: Entity, kind: EntityType) -> Entity | None:
+        """A node of that type with the entity's key, label and aliases, declared."""
+        return self._own(kind, entity.key, entity.label, entity.aliases, True)
+
     def labelled(self, kind: EntityType, label: str) -> Entity | None:
         """The paper's entity of that type with this label's key, else a node of its own."""
         return self._own(kind, canonical_key(label), label, [], False)
@@ -183,6 +252,18 @@ class _Resolver:
 
 
 @cache
+def _vague() -> frozenset[str]:
+    """Words that name no measure ("performance"), from ``results.json``."""
+    return frozenset(result_words_v1()["vague_measures"])
+
+
+@cache
+def _bench_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The benchmark cues, from the dataset head words of ``results.json``."""
+    return benchmark_pattern(frozenset(result_words_v1()["dataset_heads"]))
+
+
+@cache
 def _label_rules() -> list[tuple[re.Pattern[str], str]]:
     """The dataset label rules of ``results.json``, compiled once."""
     return [(re.compile(p), r) for p, r in result_words_v1()["dataset_label_rules"]]
@@ -207,4 +288,23 @@ def _nearest(
             d = abs(m.start - at)
             if best is None or d < best[0]:
                 best = (d, e)
+    return best[1] if best is not None else None
+
+
+def _before(
+    entities: list[Entity], kind: EntityType, at: int, text: str, skip: Entity
+) -> Entity | None:
+    """The entity of that kind whose mention ends last before ``at`` in the same
+    clause, other than ``skip``."""
+    best: tuple[int, Entity] | None = None
+    for e in entities:
+        if e.type is not kind or e.key == skip.key:
+            continue
+        for m in e.mentions:
+            if (
+                m.end <= at
+                and not _CLAUSE_BREAK.search(text, m.end, at)
+                and (best is None or m.end > best[0])
+            ):
+                best = (m.end, e)
     return best[1] if best is not None else None

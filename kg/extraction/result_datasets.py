@@ -16,6 +16,7 @@ from spacy.tokens import Doc, Span
 
 from kg.extraction.learned import is_model_name
 from kg.extraction.values import BARE_NUMBER
+from kg.model import Entity
 
 _SCORES = ("score", "scores")
 _COORDINATORS = ("and", ",", "from", "to", "→", "vs", "vs.")
@@ -172,3 +173,47 @@ def declared(doc: Doc, dataset: Span | None, sent: Span, heads: frozenset[str]) 
     """Whether the text calls the name a dataset: "the WikiTQ dataset", "the
     MBPP benchmark" (then it is one even if the paper introduces it)."""
     return dataset is not None and dataset.end < sent.end and doc[dataset.end].lower_ in heads
+
+
+_ARTICLE_WORDS = (
+    r"(?:(?:a|an|the)\s+)?"
+    r"(?:(?!(?:for|of|on|in|to|that|which|with|and|by|from)\b)[\w-]+\s+){0,4}?"
+)
+
+
+def benchmark_pattern(heads: frozenset[str]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Patterns that say what follows or precedes a name is a benchmark or
+    dataset: after it "X benchmark", "X, a systematic benchmark", "X: a dataset";
+    before it "a new benchmark, X", "a dataset called X"."""
+    words = "|".join(sorted(map(re.escape, heads), key=len, reverse=True))
+    single = "|".join(sorted((re.escape(h) for h in heads if not h.endswith("s")), key=len))
+    after = re.compile(rf"\s*(?:[,:(—–-]\s*{_ARTICLE_WORDS})?(?:{words})(?![\w-])", re.I)
+    # one benchmark, introduced: "a new benchmark, X", not "across ten benchmarks, X"
+    before = re.compile(
+        rf"\b(?:a|an|our|the)\s+(?:[\w-]+\s+){{0,3}}?(?:{single})\s*,?\s*"
+        rf"(?:(?:called|named|dubbed|termed)\s+)?[,:]?\s*$",
+        re.I,
+    )
+    return after, before
+
+
+def benchmark_proposal(
+    proposed: list[Entity], abstract: str, patterns: tuple[re.Pattern[str], re.Pattern[str]]
+) -> Entity | None:
+    """The paper's own proposal that its text calls a benchmark or dataset
+    ("We present MedThinkVQA, a benchmark that …", "the RebuttalBench dataset"),
+    or whose name says so ("NC-Bench"); the first such, else None. A benchmark
+    paper's numbers that name no other place were measured on it."""
+    after, before = patterns
+    for entity in proposed:
+        if _BENCH_NAME.search(entity.label):
+            return entity
+        for m in entity.mentions:
+            if after.match(abstract, m.end):
+                return entity
+            if before.search(abstract, max(0, m.start - 48), m.start):
+                return entity
+    return None
+
+
+_BENCH_NAME = re.compile(r"(?:Bench|Benchmark|Dataset)$")

@@ -95,6 +95,8 @@ class ResultFinder:
         if tok.text in self.acronyms or _AT_K.fullmatch(tok.text):
             return True
         low = tok.lower_
+        if low in self.vague:  # "13–38% average performance" measures nothing named
+            return False
         # "scores" alone says nothing; "alignment scores" does
         if low in self.weak and not any(
             c.dep_ in ("compound", "amod") and c.i < tok.i for c in tok.children
@@ -278,7 +280,10 @@ class ResultFinder:
         text = span.text
         if text[:1] in "+−±" or (text[:1] == "-" and span.start > sent.start):
             return True
-        if unit in ("×", "pp"):
+        sign = doc[span.start - 1] if span.start > sent.start else None
+        if sign is not None and sign.text in ("–", "−", "+") and not sign.whitespace_:
+            return True  # "declines by –0.2%": the dash the value was split from
+        if unit in ("×", "pp") or "point" in text.lower():  # "15 percentage points below"
             return True
         after = [t.lower_ for t in doc[span.end : min(sent.end, span.end + 3)]]
         if any(w in self.rel_after for w in after if w not in ("%",)):
@@ -387,6 +392,28 @@ class ResultFinder:
                     nxt = doc[span.end - 1]  # "8 NFEs": the unit is what is counted
                 if nxt is not None and nxt.lower_ in self.counts and unit != "%" and metric is None:
                     continue  # "20 samples", "4× more tokens": a count, not a score
+                counted = next(
+                    (
+                        t
+                        for t in doc[span.end : min(sent.end, span.end + 4)]
+                        if t.lower_ in self.counts
+                    ),
+                    None,
+                )
+                if counted is not None and any(
+                    not t.is_alpha or t.pos_ in ("ADP", "CCONJ", "DET")
+                    for t in doc[span.end : counted.i]
+                ):
+                    counted = None  # the noun the number modifies, in its own phrase
+                # "28 tool calling turns" counts turns, also "a 29.9% success rate with
+                # 28 … turns"; "MAE 6.22 years" is the MAE's
+                if (
+                    bare
+                    and counted is not None
+                    and counted.lower_ in self.counts
+                    and (metric is None or doc[span.start - 1].lower_ == "with")
+                ):
+                    continue
                 right = self._right(doc, span.end, sent, metric_tokens)
                 # "47.7 mAP on Gen1" reads rightwards; "MAE 6.22 years" leftwards; a unit
                 # that names a metric ("30.1 AP") before a metric further left

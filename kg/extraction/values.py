@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 
+from kg.extraction.canonical import word_list
 from kg.reading import latex
 
 _NUM = r"[+\-−±]?\d+(?:,\d{3})*(?:\.\d+)?"
@@ -32,6 +34,14 @@ _NOT_UNITS = frozenset(
     "The In On For We Our This It A An And Or Of To At By As Is Are With LLM LLMs GPU "  # noqa: SIM905
     "GPUs CPU CPUs".split()
 )
+
+
+@cache
+def _model_version() -> re.Pattern[str]:
+    """A model family's name just before a number: the number is its version
+    ("Gemini 2.5 Pro", "Claude-4 Sonnet", "Qwen 3 8B"), not a value."""
+    names = "|".join(sorted(map(re.escape, word_list("model_families")), key=len, reverse=True))
+    return re.compile(rf"(?<![\w-])(?:{names})[\s-]?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +73,10 @@ def _balanced_end(text: str, open_at: int) -> int | None:
 def find_values(text: str) -> list[FoundValue]:
     """All values in a clean text, in order; overlapping readings keep the first."""
     found: list[FoundValue] = []
+    version = _model_version()
     for m in _VALUE.finditer(text):
+        if m.group("n2") is not None and version.search(text, max(0, m.start() - 24), m.start()):
+            continue
         if m.group("n1") is not None:
             found.append(FoundValue(m.start(), m.end(), _number(m.group("n1")), "×"))
             continue
