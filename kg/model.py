@@ -86,6 +86,10 @@ class Entity:
     proposed: bool = False
     component: str = ""
     confidence: float = 0.5
+    derived: bool = False
+    """A broader concept the paper names only inside a longer phrase ("unlearning"
+    in "LLM unlearning"): the graph links the paper to it, ``kg extract`` does not
+    list it."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -259,7 +263,10 @@ class PaperExtraction:
             # A kind with a "proposed" relation splits its entities between its lists.
             split = any(r.proposed for r in kind.relations)
             proposed = relation.proposed if split else None
-            out[relation.key] = js(self.of_type(EntityType(kind.name), proposed=proposed))
+            named = [
+                e for e in self.of_type(EntityType(kind.name), proposed=proposed) if not e.derived
+            ]
+            out[relation.key] = js(named)
         out["claims"] = [c.to_json() for c in self.claims]
         out["results"] = [r.to_json() for r in self.results]
         out["broader"] = [h.to_json() for h in self.hypernyms]

@@ -83,6 +83,20 @@ def test_shared_concepts_link_three_papers(papers) -> None:  # noqa: ANN001
     assert len(papers_of["unlearning"]) >= 3
 
 
+def test_a_broader_task_named_only_inside_a_phrase_links_but_is_not_listed(extractor) -> None:  # noqa: ANN001
+    from kg.model import Record
+
+    paper = extractor.extract_one(
+        Record("derived", "We study LLM unlearning and propose PurgeNet for LLM unlearning.")
+    )
+    unlearning = [e for e in paper.entities if e.key == "unlearning"]
+    assert unlearning and unlearning[0].derived  # the graph links the paper to it
+    listed = {t["label"] for t in paper.to_json()["tasks"]}
+    assert "unlearning" not in listed and "LLM unlearning" in listed
+    named = extractor.extract_one(Record("named", "We study unlearning, and LLM unlearning."))
+    assert "unlearning" in {t["label"] for t in named.to_json()["tasks"]}
+
+
 def test_no_generic_words_alone(papers) -> None:  # noqa: ANN001
     generic = {"method", "model", "approach", "framework", "data", "performance"}
     assert not [e.label for p in papers for e in p.entities if e.label.lower() in generic]

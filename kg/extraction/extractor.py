@@ -411,6 +411,7 @@ class _Assembly:
                     mentions=group.mentions,
                     aliases=sorted(group.aliases),
                     proposed=group.proposed,
+                    derived=group.broader,
                     component=component,
                     confidence=round(confidence, 3),
                 )

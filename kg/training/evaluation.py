@@ -186,6 +186,8 @@ def predicted_forms(paper: PaperExtraction, name: str) -> list[list[str]]:
         ents = paper.of_type(EntityType(kind.name), proposed=False if split else None)
     out = []
     for e in ents:
+        if e.derived:
+            continue  # scored as `kg extract` lists them: what the text names
         forms = [e.label, *e.aliases]
         forms += [m.text for m in e.mentions if m.text not in forms]
         out.append(forms)
