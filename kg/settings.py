@@ -116,10 +116,13 @@ class Settings:
     update_timeout: float = 10.0
     """Seconds a SPARQL update with a WHERE clause, or the parsing of a Graph Store
     body, may take (``KG_UPDATE_TIMEOUT``); past it nothing is written (503)."""
-    snapshot_interval: float = 0.2
+    snapshot_interval: float = 0.5
     """Seconds between the checkpoints that publish writes to the query workers
     (``KG_SNAPSHOT_INTERVAL``): the writes in between share one, and a write is
-    answered once it is published (so a write waits up to about this long)."""
+    answered once it is published (so under a stream of writes a write waits up
+    to about this long; a lone write is published at once). Each checkpoint
+    makes every worker reopen the store: at 0.2 s a steady stream of writes
+    cost queries half their throughput and most of their tail latency."""
     max_query_depth: int = 128
     """Deepest nesting a query or update may have (``KG_MAX_QUERY_DEPTH``); deeper is a
     400, checked before the engine (which would overflow its stack)."""
