@@ -304,6 +304,16 @@ class ResultFinder:
                 break
         return any(w in ("improves", "outperforms", "surpasses") for w in before[-2:])
 
+    def _counts_noun(self, doc: Doc, span: Span, sent: Span) -> bool:
+        """Whether a count noun follows the number within its own noun phrase
+        ("28 tool calling turns"), not past a preposition or punctuation."""
+        for t in doc[span.end : min(sent.end, span.end + 4)]:
+            if t.lower_ in self.counts:
+                return True
+            if not t.is_alpha or t.pos_ in ("ADP", "CCONJ", "DET"):
+                return False
+        return False
+
     def _baseline(self, doc: Doc, span: Span, sent: Span) -> bool:
         before = [t.lower_ for t in doc[max(sent.start, span.start - 3) : span.start]]
         if "from" in before:
@@ -392,26 +402,12 @@ class ResultFinder:
                     nxt = doc[span.end - 1]  # "8 NFEs": the unit is what is counted
                 if nxt is not None and nxt.lower_ in self.counts and unit != "%" and metric is None:
                     continue  # "20 samples", "4× more tokens": a count, not a score
-                counted = next(
-                    (
-                        t
-                        for t in doc[span.end : min(sent.end, span.end + 4)]
-                        if t.lower_ in self.counts
-                    ),
-                    None,
-                )
-                if counted is not None and any(
-                    not t.is_alpha or t.pos_ in ("ADP", "CCONJ", "DET")
-                    for t in doc[span.end : counted.i]
-                ):
-                    counted = None  # the noun the number modifies, in its own phrase
-                # "28 tool calling turns" counts turns, also "a 29.9% success rate with
-                # 28 … turns"; "MAE 6.22 years" is the MAE's
+                # "28 tool calling turns" counts turns, also in "a 29.9% success rate
+                # with 28 … turns"; "MAE 6.22 years" is the MAE's
                 if (
                     bare
-                    and counted is not None
-                    and counted.lower_ in self.counts
                     and (metric is None or doc[span.start - 1].lower_ == "with")
+                    and self._counts_noun(doc, span, sent)
                 ):
                     continue
                 right = self._right(doc, span.end, sent, metric_tokens)
