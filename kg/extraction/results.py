@@ -29,6 +29,7 @@ from spacy.tokens import Doc, Span, Token
 from spacy.util import registry
 
 from kg.extraction.result_datasets import declared, find_dataset, shared_datasets
+from kg.extraction.result_roles import Roles
 from kg.extraction.spans import LEADING_DROP
 from kg.extraction.values import BARE_NUMBER, find_values
 
@@ -39,7 +40,6 @@ _YEAR = re.compile(r"(?:19|20)\d\d")
 _DIMENSION = re.compile(r"\s*\d")
 _NAME_PART = re.compile(r"[A-Z][A-Za-z]*")
 _DIMENSION_BEFORE = re.compile(r"\d\s*[x×]\s*$")
-_COMPARATIVES = frozenset(["less", "more", "fewer", "greater", "higher", "lower", "rather"])
 _AT_K = re.compile(r"(?:pass|recall|hit|acc|precision|ndcg|success)@\d+", re.IGNORECASE)
 # Not metric words even when they head a phrase after a number.
 _NOT_METRIC = frozenset(["k", "m", "b", "x", "fold", "times", "order", "orders", "%"])
@@ -68,11 +68,9 @@ class ResultFinder:
         self.weak = frozenset(words["weak_metric_heads"])
         self.acronyms = frozenset(words["metric_acronyms"])
         self.counts = frozenset(words["count_nouns"])
-        self.rel_after = frozenset(words["relative_after"])
-        self.rel_before = frozenset(words["relative_before"])
+        self.roles = Roles(words)
         self.bridge_after = frozenset(words["bridge_after"])
         self.bridge_before = frozenset(words["bridge_before"])
-        self.baseline_before = frozenset(words["baseline_before"])
         self.improvement = frozenset(words["improvement_words"])
         self.change_verbs = frozenset(words["change_verbs"])
         self.dataset_heads = frozenset(words["dataset_heads"])
@@ -274,55 +272,6 @@ class ResultFinder:
             node = head
         return None
 
-    # ------------------------------------------------------------ roles
-
-    def _relative(self, doc: Doc, span: Span, unit: str | None, sent: Span) -> bool:
-        text = span.text
-        if text[:1] in "+−±" or (text[:1] == "-" and span.start > sent.start):
-            return True
-        sign = doc[span.start - 1] if span.start > sent.start else None
-        if sign is not None and sign.text in ("–", "−", "+") and not sign.whitespace_:
-            return True  # "declines by –0.2%": the dash the value was split from
-        if unit in ("×", "pp") or "point" in text.lower():  # "15 percentage points below"
-            return True
-        after = [t.lower_ for t in doc[span.end : min(sent.end, span.end + 3)]]
-        if any(w in self.rel_after for w in after if w not in ("%",)):
-            return True
-        before = [t.lower_ for t in doc[max(sent.start, span.start - 5) : span.start]]
-        # "by 30%", "by up to 26%", "by **10.9%**", "by nearly 100%"
-        for w in reversed(before):
-            if w == "by":
-                return True
-            stop = w not in self.bridge_before or w in ("of", "to", "from", ":", "=")
-            if stop and (w != "to" or "up" not in before):
-                break
-        # "gains of up to 3.41%", "an average improvement of 10.0%"
-        for k in range(len(before) - 1, 0, -1):
-            if before[k] == "of" and before[k - 1] in self.improvement:
-                return True
-            if before[k] not in ("up", "to", "about", "nearly", "*", "**", "average"):
-                break
-        return any(w in ("improves", "outperforms", "surpasses") for w in before[-2:])
-
-    def _counts_noun(self, doc: Doc, span: Span, sent: Span) -> bool:
-        """Whether a count noun follows the number within its own noun phrase
-        ("28 tool calling turns"), not past a preposition or punctuation."""
-        for t in doc[span.end : min(sent.end, span.end + 4)]:
-            if t.lower_ in self.counts:
-                return True
-            if not t.is_alpha or t.pos_ in ("ADP", "CCONJ", "DET"):
-                return False
-        return False
-
-    def _baseline(self, doc: Doc, span: Span, sent: Span) -> bool:
-        before = [t.lower_ for t in doc[max(sent.start, span.start - 3) : span.start]]
-        if "from" in before:
-            after = [t.lower_ for t in doc[span.end : min(sent.end, span.end + 8)]]
-            return "to" in after or "→" in after
-        if len(before) >= 2 and before[-1] == "than" and before[-2] in _COMPARATIVES:
-            return False  # "less than 10%": a bound, not a baseline's number
-        return any(w in self.baseline_before for w in before[-2:]) and "by" not in before
-
     # ------------------------------------------------------------ values
 
     def _values(self, doc: Doc, sent: Span) -> list[tuple[Span, str | None, bool, int, int]]:
@@ -407,7 +356,7 @@ class ResultFinder:
                 if (
                     bare
                     and (metric is None or doc[span.start - 1].lower_ == "with")
-                    and self._counts_noun(doc, span, sent)
+                    and self.roles.counts_noun(doc, span, sent)
                 ):
                     continue
                 right = self._right(doc, span.end, sent, metric_tokens)
@@ -433,7 +382,7 @@ class ResultFinder:
                 (v, m if m or b or self._share_of(doc, v, sent) else lone, u, b)
                 for v, m, u, b in marks
             ]
-            relative = [self._relative(doc, v, u, sent) for v, _, u, _ in marks]
+            relative = [self.roles.relative(doc, v, u, sent) for v, _, u, _ in marks]
             for k in range(1, len(marks)):
                 # "by **7.34%** and **1.04%**": coordinated numbers share their role
                 between = {t.text for t in doc[marks[k - 1][0].end : marks[k][0].start]}
@@ -453,7 +402,7 @@ class ResultFinder:
                         metric.start if metric is not None else -1,
                         metric.end if metric is not None else -1,
                         rel,
-                        self._baseline(doc, span, sent),
+                        self.roles.baseline(doc, span, sent),
                         dataset.start if dataset is not None else -1,
                         dataset.end if dataset is not None else -1,
                         declared(doc, dataset, sent, self.dataset_heads),
