@@ -122,7 +122,7 @@ class Settings:
     answered once it is published (so under a stream of writes a write waits up
     to about this long; a lone write is published at once). Each checkpoint
     makes every worker reopen the store: at 0.2 s a steady stream of writes
-    cost queries half their throughput and most of their tail latency."""
+    cost queries a third of their throughput and most of their tail latency."""
     max_query_depth: int = 128
     """Deepest nesting a query or update may have (``KG_MAX_QUERY_DEPTH``); deeper is a
     400, checked before the engine (which would overflow its stack)."""
