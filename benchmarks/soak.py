@@ -3,6 +3,7 @@ slow queries at a fixed concurrency, then the store's integrity.
 
     python benchmarks/soak.py                               # 10 minutes, c=32
     python benchmarks/soak.py --duration 60 --store STORE   # a short run on a copy of STORE
+    python benchmarks/soak.py --timeline tl.jsonl           # also every probe and warning, timed
 
 Starts ``kg serve`` (update token set) on a private copy of the store (without
 ``--store``: the bundled sample, ingested first). The clients, closed loop:
@@ -314,9 +315,11 @@ async def soak(
 def _probe(base: str, duration: float, out: Connection) -> None:
     """Time ``GET /health`` and a fast query, alternately every 0.25 s, for
     ``duration`` seconds (in a process of its own); sends the latencies and the
-    count of answers other than 200 per label."""
+    count of answers other than 200 per label, and every probe in order (wall
+    clock, label, ms, answered 200) for ``--timeline``."""
     latencies: dict[str, list[float]] = {"health probe": [], "sparql fast probe": []}
     failures = dict.fromkeys(latencies, 0)
+    timeline: list[tuple[float, str, float, bool]] = []  # (wall clock, label, ms, ok)
     stop = time.monotonic() + duration
     with httpx.Client(base_url=base, timeout=60) as http:
         for n in itertools.count():
@@ -329,10 +332,12 @@ def _probe(base: str, duration: float, out: Connection) -> None:
                 ok = http.get("/health" if n % 2 == 0 else "/sparql", params=params).is_success
             except httpx.HTTPError:
                 ok = False
-            latencies[label].append((time.perf_counter() - started) * 1000)
+            ms = (time.perf_counter() - started) * 1000
+            latencies[label].append(ms)
             failures[label] += not ok
+            timeline.append((time.time(), label, round(ms, 1), ok))
             time.sleep(0.25)
-    out.send((latencies, failures))
+    out.send((latencies, failures, timeline))
 
 
 def _summary(values: list[float]) -> dict:
@@ -354,6 +359,12 @@ def main() -> None:
         "--ignore-retry-after",
         action="store_true",
         help="Clients send their next request at once after a 503 (default: they wait as told)",
+    )
+    ap.add_argument(
+        "--timeline",
+        type=Path,
+        help="Also write every probe (wall clock, label, ms) and the server's warnings "
+        "(JSON lines, e.g. query workers killed) here, to place a latency tail in time",
     )
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="kg-soak-"))
@@ -378,8 +389,10 @@ def main() -> None:
             report = asyncio.run(
                 soak(base, args.duration, args.concurrency, pid, not args.ignore_retry_after)
             )
-            latencies, failures = receive.recv()
+            latencies, failures, timeline = receive.recv()
             probe.join()
+            if args.timeline:
+                _write_timeline(args.timeline, timeline, pid)
             for label, values in latencies.items():
                 report["endpoints"][label] = {**_summary(values), "failures": failures[label]}
         check = subprocess.run(
@@ -392,6 +405,25 @@ def main() -> None:
         print(json.dumps(report))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _write_timeline(
+    path: Path, probes: list[tuple[float, str, float, bool]], server_pid: int
+) -> None:
+    """The probes and the server's own log lines (its stdout is the log file), one
+    JSON object per line in time order."""
+    events: list[dict] = [
+        {"ts": round(ts, 3), "probe": label, "ms": ms, "ok": ok} for ts, label, ms, ok in probes
+    ]
+    with contextlib.suppress(OSError):
+        log = Path(os.readlink(f"/proc/{server_pid}/fd/1"))
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                if isinstance(entry, dict) and "ts" in entry:
+                    events.append({"ts": entry["ts"], "server": entry.get("message", "")})
+    events.sort(key=lambda e: e["ts"])
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
 
 
 def _server_pid(base: str) -> int:

@@ -16,6 +16,7 @@ from kg import schema
 BASE = "https://w3id.org/mlkg/"
 ONTOLOGY_IRI = BASE + "ontology"
 ONTOLOGY_GRAPH = NamedNode(BASE + "graph/ontology")
+ENTITIES_GRAPH = NamedNode(BASE + "graph/entities")
 PAPER_GRAPH_PREFIX = BASE + "graph/paper/"
 ID_PREFIX = BASE + "id/"
 

@@ -15,9 +15,10 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from typing import IO, Any
 
 from fastapi import FastAPI, Request
@@ -31,7 +32,14 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kg import __version__
-from kg.store.embedded import GraphStore, QueryResult, StoreError, is_remote, open_store
+from kg.store.embedded import (
+    GraphStore,
+    QueryResult,
+    StoreError,
+    is_remote,
+    manifest_bytes,
+    open_store,
+)
 from service import api, graph, gsp, results_api, sparql
 from service.admission import Admission, Gate
 from service.cache import ResultCache
@@ -40,19 +48,63 @@ from service.errors import Unavailable, install_error_handlers, problem_response
 from service.openapi import openapi_builder
 from service.pool import PoolError, QueryPool
 from service.settings import Settings
-from service.snapshots import PublishFailed, Snapshots, snapshot_root
+from service.snapshots import PublishFailed, Roll, Snapshots, snapshot_root
 
 log = logging.getLogger("kg.service")
 
 
+class HandleGate:
+    """Counts the calls running on the store, and lets one thread have it alone:
+    new calls wait while it does (see :meth:`TrackedStore.reopen`)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._active = 0
+        self._closed = False
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        """Run one call on the store (waits while a thread has it alone)."""
+        with self._cond:
+            self._cond.wait_for(lambda: not self._closed)
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._active -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def alone(self, timeout: float) -> Iterator[bool]:
+        """Have the store alone: whether every running call ended within ``timeout``
+        (if not, the caller must not touch the handle; new calls wait either way
+        until the block ends)."""
+        with self._cond:
+            self._closed = True
+            ok = self._cond.wait_for(lambda: self._active == 0, timeout)
+        try:
+            yield ok
+        finally:
+            with self._cond:
+                self._closed = False
+                self._cond.notify_all()
+
+
 class TrackedStore:
-    """The store, wrapped so every write through it tells the query workers to reopen.
+    """The store, wrapped so every write through it tells the query workers to
+    reopen, and every call through it is counted (:class:`HandleGate`), so that
+    the handle can be reopened with nothing running on it.
 
     Reads go straight to the wrapped store: it is a :class:`GraphStore` itself."""
+
+    ALONE_WITHIN = 2.0
+    """Seconds :meth:`reopen` waits for the running calls to end before giving up."""
 
     def __init__(self, store: GraphStore, on_write: Callable[[], None]) -> None:
         self._store = store
         self._on_write = on_write
+        self._gate = HandleGate()
         self.location = store.location
         self.read_only = store.read_only
 
@@ -64,34 +116,55 @@ class TrackedStore:
         self._store.mark_stale(why)
 
     def query(self, sparql: str, **kwargs: Any) -> QueryResult:
-        return self._store.query(sparql, **kwargs)
+        with self._gate.call():
+            return self._store.query(sparql, **kwargs)
 
     def paper_hashes(self, ids: Sequence[str]) -> dict[str, str]:
-        return self._store.paper_hashes(ids)
+        with self._gate.call():
+            return self._store.paper_hashes(ids)
 
     def preferred_labels(self, iris: Iterable[str]) -> dict[str, str]:
-        return self._store.preferred_labels(iris)
+        with self._gate.call():
+            return self._store.preferred_labels(iris)
 
     def paper_ids(self) -> Iterator[str]:
-        return self._store.paper_ids()
+        with self._gate.call():
+            return self._store.paper_ids()
 
     def dump(self, output: IO[bytes], fmt: RdfFormat) -> None:
-        self._store.dump(output, fmt)
+        with self._gate.call():
+            self._store.dump(output, fmt)
 
     def flush(self) -> None:
-        self._store.flush()
+        with self._gate.call():
+            self._store.flush()
 
     def optimize(self) -> None:
-        self._store.optimize()
+        with self._gate.call():
+            self._store.optimize()
 
     def native(self) -> Store | None:
-        return self._store.native()
+        with self._gate.call():
+            return self._store.native()
+
+    def reopen(self) -> bool:
+        """Reopen the store once no call is running on it (new ones wait);
+        False, and nothing done, when the running calls did not end within
+        :attr:`ALONE_WITHIN`. The caller holds the write lock. A query result
+        still being read holds the old handle: reopening waits for it (see
+        :meth:`kg.store.embedded.EmbeddedStore.reopen`)."""
+        with self._gate.alone(self.ALONE_WITHIN) as alone:
+            if alone:
+                self._store.reopen()
+            return alone
 
     def close(self) -> None:
-        self._store.close()
+        with self._gate.call():
+            self._store.close()
 
     def __len__(self) -> int:
-        return len(self._store)
+        with self._gate.call():
+            return len(self._store)
 
     def _written(self) -> None:
         # No flush here: the checkpoint the query workers read flushes first.
@@ -99,25 +172,29 @@ class TrackedStore:
 
     def update(self, sparql: str) -> None:
         try:
-            self._store.update(sparql)
+            with self._gate.call():
+                self._store.update(sparql)
         finally:
             self._written()
 
     def write_papers(self, papers: Any, *, new: bool = False) -> None:
         try:
-            self._store.write_papers(papers, new=new)
+            with self._gate.call():
+                self._store.write_papers(papers, new=new)
         finally:
             self._written()
 
     def delete_paper(self, paper_id: str) -> bool:
         try:
-            return self._store.delete_paper(paper_id)
+            with self._gate.call():
+                return self._store.delete_paper(paper_id)
         finally:
             self._written()
 
     def replace_quads(self, remove: Any, add: Any, *, graphs: Any = None) -> None:
         try:
-            self._store.replace_quads(remove, add, graphs=graphs)
+            with self._gate.call():
+                self._store.replace_quads(remove, add, graphs=graphs)
         finally:
             self._written()
 
@@ -132,12 +209,27 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         log.error("cannot open the store: %s", exc)
         raise
     pool: QueryPool | None = None
+
+    def written() -> None:
+        if pool is not None:
+            pool.invalidate()
+
+    write_lock = asyncio.Lock()
+    tracked = TrackedStore(store, written)
     if not is_remote(settings.store):
         # With a writer in this process, workers read checkpoints (see service.pool).
-        raw = store.native()
         snapshots = (
-            Snapshots(raw, snapshot_root(settings.store), interval=settings.snapshot_interval)
-            if raw is not None and not store.read_only
+            Snapshots(
+                store.native,
+                snapshot_root(settings.store),
+                interval=settings.snapshot_interval,
+                roll=Roll(
+                    size=lambda: manifest_bytes(settings.store),
+                    reopen=tracked.reopen,
+                    writes=write_lock,
+                ),
+            )
+            if store.native() is not None and not store.read_only
             else None
         )
         pool = QueryPool(
@@ -156,15 +248,11 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             store.close()
             raise
 
-    def written() -> None:
-        if pool is not None:
-            pool.invalidate()
-
-    app.state.store = TrackedStore(store, written)
+    app.state.store = tracked
     app.state.store_written = written
     app.state.query_pool = pool
     app.state.query_cache = ResultCache(settings.query_cache) if settings.query_cache else None
-    app.state.write_lock = asyncio.Lock()
+    app.state.write_lock = write_lock
     log.info(
         "store %s open (%s)", settings.store, "read-write" if settings.writable else "read-only"
     )

@@ -20,6 +20,13 @@ stream of writes), so:
   holding it is published, so a client that has the answer to its write reads
   it in its next query (read-your-writes), and the writes of one interval share
   one checkpoint.
+
+Each checkpoint also copies RocksDB's MANIFEST, the log of every flush and
+compaction since the writer opened the store, and each worker replays it when
+it opens one: under a steady stream of writes that file grows by a few
+kilobytes per checkpoint and opening with it, by tens of milliseconds a minute.
+So when it passes :data:`MANIFEST_LIMIT` the writer's store is reopened, with
+no write running (:class:`Roll`), which starts a MANIFEST of one record.
 """
 
 from __future__ import annotations
@@ -32,14 +39,35 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from kg.store.common import StoreError
 
 log = logging.getLogger("kg.service")
 
 
+MANIFEST_LIMIT = 512 * 1024
+"""Bytes of MANIFEST past which the writer's store is reopened: a worker opens a
+checkpoint with one this size in a few milliseconds more than with a new one."""
+
+
 class PublishFailed(Exception):
     """The newest writes could not be checkpointed for the query workers."""
+
+
+@dataclass
+class Roll:
+    """How the writer's store is reopened once its MANIFEST is too long."""
+
+    size: Callable[[], int]
+    """The MANIFEST's bytes now."""
+    reopen: Callable[[], bool]
+    """Reopen the store (run in a thread); False when it could not be had alone."""
+    writes: asyncio.Lock
+    """Held while reopening, so that no write runs meanwhile."""
+    limit: int = MANIFEST_LIMIT
 
 
 class Snapshots:
@@ -48,8 +76,20 @@ class Snapshots:
     :attr:`written` counts writes, :attr:`published` is the count the newest
     checkpoint holds; :meth:`current` is what queries read."""
 
-    def __init__(self, store: Any, root: Path, *, interval: float = 0.2) -> None:
-        self.store = store  # a pyoxigraph Store opened read-write
+    def __init__(
+        self,
+        handle: Callable[[], Any],
+        root: Path,
+        *,
+        interval: float = 0.2,
+        roll: Roll | None = None,
+    ) -> None:
+        # The pyoxigraph Store opened read-write, asked for at each checkpoint:
+        # a roll replaces it.
+        self.handle = handle
+        self.roll = roll
+        self.rolled = 0  # times the writer's store was reopened
+        self._unopened = False  # the last reopening failed: try again
         self.root = root
         self.interval = interval
         self.paths: dict[int, Path] = {}
@@ -121,6 +161,9 @@ class Snapshots:
             # Writes arriving during this wait share the coming checkpoint.
             await asyncio.sleep(max(0.0, self._last + self.interval - time.monotonic()))
             await self._publish()
+            roll = self.roll
+            if roll is not None and (self._unopened or roll.size() > roll.limit):
+                await self._roll(roll)
             if self.failure is not None:
                 await asyncio.sleep(1.0)  # e.g. a full disk: retry, do not spin
             if self.published < self.written:
@@ -132,7 +175,7 @@ class Snapshots:
         try:
             async with self._checkpoint_lock:
                 path = await asyncio.to_thread(self._checkpoint, f"g{generation}")
-        except (OSError, RuntimeError) as exc:
+        except (OSError, RuntimeError, StoreError) as exc:
             log.error("cannot checkpoint the store for the query workers: %s", exc)
             self.failure = exc
         else:
@@ -145,11 +188,29 @@ class Snapshots:
         if self._on_publish is not None and self.failure is None:
             self._on_publish()
 
+    async def _roll(self, roll: Roll) -> None:
+        """Reopen the writer's store, between checkpoints and with no write running."""
+        async with roll.writes, self._checkpoint_lock:
+            started = time.monotonic()
+            try:
+                reopened = await asyncio.to_thread(roll.reopen)
+            except (OSError, RuntimeError, StoreError) as exc:
+                # Tried again after the next attempt to publish (within a
+                # second); until then writes and checkpoints fail.
+                log.error("cannot reopen the store to start a new MANIFEST: %s", exc)
+                self._unopened = True
+                return
+            self._unopened = False
+        if reopened:
+            self.rolled += 1
+            log.info("store reopened for a new MANIFEST in %.3f s", time.monotonic() - started)
+
     def _checkpoint(self, name: str) -> Path:
         target = self.root / name
         shutil.rmtree(target, ignore_errors=True)
-        self.store.flush()
-        self.store.backup(str(target))
+        store = self.handle()
+        store.flush()
+        store.backup(str(target))
         return target
 
     async def private_copy(self) -> Path:

@@ -14,8 +14,24 @@ from pathlib import Path
 
 import httpx
 
+from service.messages import QueryRequest
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
+
+
+def query_request(query: str) -> QueryRequest:
+    """A query for a worker pool, its results as SPARQL JSON."""
+    return QueryRequest(
+        query=query,
+        base_iri=None,
+        default_graph=None,
+        named_graphs=None,
+        limit=1000,
+        select_format="application/sparql-results+json",
+        ask_format="application/sparql-results+json",
+        graph_format=None,
+    )
 
 
 def free_port() -> int:

@@ -11,33 +11,22 @@ import json
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from pyoxigraph import Literal, NamedNode, Quad, Store
 
-from service.messages import Answer, QueryRequest
+from service.messages import Answer
 from service.pool import PoolBusy, PoolTimeout, QueryPool
 from service.snapshots import Snapshots
+from tests.helpers import query_request
 
 COUNT = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH <urn:g> { ?s ?p ?o } }"
 
 
-def _request(query: str) -> QueryRequest:
-    return QueryRequest(
-        query=query,
-        base_iri=None,
-        default_graph=None,
-        named_graphs=None,
-        limit=1000,
-        select_format="application/sparql-results+json",
-        ask_format="application/sparql-results+json",
-        graph_format=None,
-    )
-
-
 async def _count(pool: QueryPool) -> int:
-    answer = await pool.run(_request(COUNT), timeout=30)
+    answer = await pool.run(query_request(COUNT), timeout=30)
     assert isinstance(answer, Answer), answer
     return int(json.loads(answer.body)["results"]["bindings"][0]["n"]["value"])
 
@@ -47,9 +36,14 @@ def _write(store: Store, pool: QueryPool, i: int) -> None:
     pool.invalidate()
 
 
+def _handle(store: Store) -> Callable[[], Store]:
+    """Snapshots asks for the writer's handle at each checkpoint."""
+    return lambda: store
+
+
 def _pool(tmp_path: Path, interval: float) -> tuple[Store, QueryPool]:
     store = Store(str(tmp_path / "store"))
-    snapshots = Snapshots(store, tmp_path / "snapshots" / "1", interval=interval)
+    snapshots = Snapshots(_handle(store), tmp_path / "snapshots" / "1", interval=interval)
     return store, QueryPool(str(tmp_path / "store"), 1, snapshots, slow_lane=0)
 
 
@@ -133,7 +127,7 @@ async def _slow_lane_pool(tmp_path: Path, budget: float) -> tuple[Store, QueryPo
         Quad(NamedNode(f"urn:s{i}"), NamedNode("urn:p"), Literal(i), NamedNode("urn:g"))
         for i in range(500)
     )
-    snapshots = Snapshots(store, tmp_path / "snapshots" / "1")
+    snapshots = Snapshots(_handle(store), tmp_path / "snapshots" / "1")
     pool = QueryPool(str(tmp_path / "store"), 1, snapshots, slow_lane=1, budget=budget)
     await pool.start()
     while len(pool.pids) < 2:  # the workers start in the background
@@ -146,7 +140,7 @@ def test_a_query_in_the_slow_lane_runs_at_the_lowest_cpu_priority(tmp_path: Path
         store, pool = await _slow_lane_pool(tmp_path, budget=0.2)
         try:
             own = os.getpriority(os.PRIO_PROCESS, 0)
-            running = asyncio.create_task(pool.run(_request(SLOW), timeout=3))
+            running = asyncio.create_task(pool.run(query_request(SLOW), timeout=3))
             await asyncio.sleep(1.0)
             nice = {pid: os.getpriority(os.PRIO_PROCESS, pid) for pid in pool.pids}
             assert sorted(nice.values()) == [own, 19], nice
@@ -168,7 +162,7 @@ def test_a_query_waiting_for_a_cpu_is_not_taken_for_a_slow_one(tmp_path: Path) -
 
     async def scenario() -> None:
         store = Store(str(tmp_path / "store"))
-        snapshots = Snapshots(store, tmp_path / "snapshots" / "1")
+        snapshots = Snapshots(_handle(store), tmp_path / "snapshots" / "1")
         pool = QueryPool(str(tmp_path / "store"), 1, snapshots, slow_lane=0, budget=0.2)
         await pool.start()
         try:
@@ -195,11 +189,11 @@ def test_a_query_whose_shape_was_slow_before_starts_in_the_slow_lane(tmp_path: P
         store, pool = await _slow_lane_pool(tmp_path, budget=1.0)
         try:
             with pytest.raises(PoolTimeout):  # learns the shape: past the budget
-                await pool.run(_request(SLOW), timeout=2.5)
+                await pool.run(query_request(SLOW), timeout=2.5)
             while len(pool.pids) < 2:  # the timed-out worker is replaced
                 await asyncio.sleep(0.05)
             own = os.getpriority(os.PRIO_PROCESS, 0)
-            again = asyncio.create_task(pool.run(_request(SLOW + " # again"), timeout=3))
+            again = asyncio.create_task(pool.run(query_request(SLOW + " # again"), timeout=3))
             await asyncio.sleep(0.3)  # well inside the budget
             nice = {pid: os.getpriority(os.PRIO_PROCESS, pid) for pid in pool.pids}
             assert sorted(nice.values()) == [own, 19], nice
@@ -216,7 +210,7 @@ def test_a_query_whose_shape_was_slow_before_starts_in_the_slow_lane(tmp_path: P
 def test_a_query_that_would_wait_past_max_wait_is_refused_at_once(tmp_path: Path) -> None:
     async def scenario() -> None:
         store = Store(str(tmp_path / "store"))
-        snapshots = Snapshots(store, tmp_path / "snapshots" / "1")
+        snapshots = Snapshots(_handle(store), tmp_path / "snapshots" / "1")
         pool = QueryPool(
             str(tmp_path / "store"), 1, snapshots, slow_lane=0, budget=5.0, max_wait=0.1
         )
@@ -237,7 +231,7 @@ def test_a_query_that_would_wait_past_max_wait_is_refused_at_once(tmp_path: Path
             assert not queued.done()
             started = time.monotonic()
             with pytest.raises(PoolBusy):
-                await pool.run(_request(COUNT), timeout=30)
+                await pool.run(query_request(COUNT), timeout=30)
             assert time.monotonic() - started < 0.5  # refused, not queued
             os.kill(pid, signal.SIGCONT)
             assert await busy == 0 and await queued == 0
@@ -271,7 +265,7 @@ def test_an_error_inside_the_pool_does_not_lose_the_worker(
 
             monkeypatch.setattr(WorkerLink, "call", flaky)
             with pytest.raises(RuntimeError):
-                await pool.run(_request(COUNT), timeout=5)
+                await pool.run(query_request(COUNT), timeout=5)
             assert await _count(pool) == 0  # a worker was there for the next query
         finally:
             await pool.close()

@@ -27,9 +27,9 @@ from kg.mapping.phrases import prune
 from kg.mapping.results import direction_literal, map_hypernyms, map_results
 from kg.model import Claim, Entity, EntityType, PaperExtraction, Record
 from kg.vocab import (
-    BASE,
     CLAIM_KINDS,
     DCTERMS,
+    ENTITIES_GRAPH,
     KG,
     PROV,
     RDF,
@@ -41,8 +41,6 @@ from kg.vocab import (
     paper_graph,
     paper_iri,
 )
-
-ENTITIES_GRAPH = NamedNode(BASE + "graph/entities")
 
 
 def edge_predicate(entity: Entity) -> NamedNode:

@@ -10,7 +10,7 @@ import hashlib
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, Protocol, runtime_checkable
+from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pyoxigraph import (
     Literal,
@@ -23,8 +23,12 @@ from pyoxigraph import (
     Store,
 )
 
-from kg.mapping.papers import ENTITIES_GRAPH, PaperQuads, label_quads
-from kg.vocab import SKOS
+from kg.vocab import ENTITIES_GRAPH, SKOS
+
+if TYPE_CHECKING:
+    # Only for annotations: the mapping's imports would cost each query
+    # worker process (which opens stores, never maps papers) ~90 ms to start.
+    from kg.mapping.papers import PaperQuads
 
 QueryResult = QuerySolutions | QueryBoolean | QueryTriples
 Term = NamedNode | Literal
@@ -119,6 +123,11 @@ class GraphStore(Protocol):
         """Compact storage after a large load (a no-op where the server does it)."""
         ...
 
+    def reopen(self) -> None:
+        """Open the store afresh, with nothing else using it (see
+        :meth:`kg.store.embedded.EmbeddedStore.reopen`); a no-op for a remote store."""
+        ...
+
     def native(self) -> Store | None:
         """The embedded pyoxigraph store, for what only it offers (the Graph Store
         Protocol endpoint, base IRIs in updates, checkpoints for the query
@@ -164,6 +173,8 @@ def data_update(remove: Sequence[Quad], add: Sequence[Quad]) -> str:
 def merge_labels(store: GraphStore, papers: Sequence[PaperQuads]) -> list[Quad]:
     """The label quads these papers add: a ``skos:prefLabel`` for each entity that has
     none yet, and an alias for each known entity a paper names differently."""
+    from kg.mapping.papers import label_quads  # only writers need the mapping
+
     wanted = {iri for p in papers for iri in p.labels}
     known = store.preferred_labels(wanted)
     out: list[Quad] = []

@@ -308,6 +308,9 @@ class RemoteStore:
     def optimize(self) -> None:
         """Nothing to do: compaction is the server's business."""
 
+    def reopen(self) -> None:
+        """Nothing to do: each request opens what it needs."""
+
     def native(self) -> Store | None:
         return None
 

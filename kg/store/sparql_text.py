@@ -21,34 +21,40 @@ It also makes the static checks taken before the engine parses a query:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
 
-_TOKEN = re.compile(
-    r"""
-    (?P<ws>\s+)
-  | (?P<comment>\#[^\n]*)
-  | (?P<string>'''(?:[^'\\]|\\.|'(?!''))*'''
-              | \"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"
-              | '(?:[^'\\\n]|\\.)*'
-              | "(?:[^"\\\n]|\\.)*")
-  | (?P<iri><[^<>"{}|^`\\\x00-\x20]*>)
-  | (?P<var>[?$][^\s{}()<>,;.'"\#=!&|+*/\[\]^]+)
-  | (?P<word>(?:[A-Za-z_\u00C0-\U000EFFFF][\w\-.\u00B7\u00C0-\U000EFFFF]*)?:
-                 [^\s{}()<>,;'"\#=!&|+*/\[\]^]*
-             | [A-Za-z_\u00C0-\U000EFFFF][\w\-\u00B7\u00C0-\U000EFFFF]*)
-  | (?P<other>.)
-    """,
-    re.VERBOSE | re.DOTALL,
-)
+
+@functools.cache
+def _token_pattern() -> re.Pattern[str]:
+    # Compiled on first use: its Unicode ranges take ~20 ms, which every query
+    # worker process paid at start, though most queries never need tokens.
+    return re.compile(
+        r"""
+        (?P<ws>\s+)
+      | (?P<comment>\#[^\n]*)
+      | (?P<string>'''(?:[^'\\]|\\.|'(?!''))*'''
+                  | \"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"
+                  | '(?:[^'\\\n]|\\.)*'
+                  | "(?:[^"\\\n]|\\.)*")
+      | (?P<iri><[^<>"{}|^`\\\x00-\x20]*>)
+      | (?P<var>[?$][^\s{}()<>,;.'"\#=!&|+*/\[\]^]+)
+      | (?P<word>(?:[A-Za-z_\u00C0-\U000EFFFF][\w\-.\u00B7\u00C0-\U000EFFFF]*)?:
+                     [^\s{}()<>,;'"\#=!&|+*/\[\]^]*
+                 | [A-Za-z_\u00C0-\U000EFFFF][\w\-\u00B7\u00C0-\U000EFFFF]*)
+      | (?P<other>.)
+        """,
+        re.VERBOSE | re.DOTALL,
+    )
 
 
 @dataclass(frozen=True)
 class Token:
-    """A lexical token: its kind (a group name of ``_TOKEN``), text and offset."""
+    """A lexical token: its kind (a group name of :func:`_token_pattern`), text and offset."""
 
     kind: str
     text: str
@@ -70,7 +76,7 @@ def _char(hex_digits: str) -> str:
 
 def tokens(text: str) -> Iterator[Token]:
     """The significant tokens of SPARQL ``text`` (whitespace and comments dropped)."""
-    for match in _TOKEN.finditer(text):
+    for match in _token_pattern().finditer(text):
         kind = match.lastgroup or "other"
         if kind in ("ws", "comment"):
             continue

@@ -94,6 +94,9 @@ class IndexedStore:
     def optimize(self) -> None:
         self._store.optimize()
 
+    def reopen(self) -> None:
+        self._store.reopen()
+
     def native(self) -> Any:
         return self._store.native()
 
