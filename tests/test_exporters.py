@@ -328,6 +328,22 @@ def test_dot_quotes_hostile_labels() -> None:
     assert dot_quote('x"y') == '"x\\"y"'
 
 
+def test_json_exports_are_the_bytes_the_standard_library_writes(store: GraphStore) -> None:
+    """The JSON exporters write with orjson (an eighth of the time); a client must
+    get what ``json.dumps`` gave before, hostile labels included."""
+    graph = build_graph(store, GraphRequest())
+    graph.add_node(
+        "https://w3id.org/mlkg/id/task/x",
+        label='é "q" \\ \x01\u2028 </script> 😀',
+        type="Task",
+        paper_count=3,
+    )
+    for name in ("d3", "cytoscape"):
+        body = exporter(name).write(graph)
+        again = json.dumps(json.loads(body), ensure_ascii=False, separators=(",", ":"))
+        assert body == again.encode("utf-8"), name
+
+
 # ------------------------------------------------------------------ registry
 
 

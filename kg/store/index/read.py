@@ -14,6 +14,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from kg.store.index.db import Index, version
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -114,28 +116,23 @@ def filtered_papers(
         )
         args += eids
     if match is not None:
-        # Each of the driver's papers is checked against the word's hit bitmap.
-        # The papers come as one row: a row per paper hands the GIL over per
-        # row, and under concurrent requests each hand-back can wait a switch
-        # interval. The page is then walked in id order until it is full.
-        hits = text_hits(db, match)
-
-        def hit(pid: int) -> bool:
-            return pid >> 3 < len(hits) and bool(hits[pid >> 3] >> (pid & 7) & 1)
-
-        (listed,) = db.execute(f"SELECT group_concat(pid) FROM ({sql})", args).fetchone()
-        total = sum(1 for pid in map(int, listed.split(",")) if hit(pid)) if listed else 0
-        shown: list[int] = []
-        if offset < total:
-            seen = 0
-            for (pid,) in db.execute(f"SELECT pid FROM ({sql}) ORDER BY paper_id", args):
-                if hit(pid):
-                    if seen >= offset:
-                        shown.append(pid)
-                        if len(shown) == limit:
-                            break
-                    seen += 1
-        return total, _papers_by_pid(db, shown)
+        # Each of the driver's papers, in id order, is checked against the
+        # word's hit bitmap, all at once: the papers come as one row (a row per
+        # paper hands the GIL over per row, and under concurrent requests each
+        # hand-back can wait a switch interval) and the test is a numpy gather,
+        # where a Python loop over 13,000 papers took 5 ms and a second query
+        # walked them again for the page.
+        bits = np.frombuffer(text_hits(db, match), dtype=np.uint8)
+        (listed,) = db.execute(
+            f"SELECT group_concat(pid) FROM ({sql} ORDER BY l.paper_id)", args
+        ).fetchone()
+        if not listed:
+            return 0, []
+        pids = np.fromstring(listed, dtype=np.int64, sep=",")
+        pids = pids[(pids >> 3) < bits.size]  # past the bitmap's end: no text matched
+        matched = pids[(bits[pids >> 3] >> (pids & 7)) & 1 == 1]
+        shown = [int(pid) for pid in matched[offset : offset + limit]]
+        return int(matched.size), _papers_by_pid(db, shown)
     sql += " ORDER BY l.paper_id"
     if len(groups) == 2 and len(driver) == len(others[0][1]) == 1:
         # Two entities: the co-occurrence table counts their shared papers, and
