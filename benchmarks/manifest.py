@@ -5,8 +5,8 @@ Two stores side by side in one process, written alike round by round: each
 round makes a few writes (inserts and deletes of one triple, as the soak's
 update clients do), then a checkpoint as the snapshot publisher takes one
 (flush, ``Store.backup``). The second store is reopened whenever its MANIFEST
-passes ``service.snapshots.MANIFEST_LIMIT`` (what ``service.snapshots.Roll``
-does in the server). Every ``--every`` rounds, the newest checkpoint of each is
+passes ``KG_MANIFEST_LIMIT``'s default (what ``service.snapshots.Roll`` does
+in the server). Every ``--every`` rounds, the newest checkpoint of each is
 opened read-only as a query worker opens it (median of 3).
 
     python benchmarks/manifest.py                    # 1,200 checkpoints (the soak's ten minutes)
@@ -30,8 +30,10 @@ from pyoxigraph import Store
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from kg.settings import Settings  # noqa: E402
 from kg.store.embedded import EmbeddedStore, manifest_bytes  # noqa: E402
-from service.snapshots import MANIFEST_LIMIT  # noqa: E402
+
+MANIFEST_LIMIT = Settings().manifest_limit
 
 GRAPH = "urn:bench:graph"
 

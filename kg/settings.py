@@ -123,6 +123,11 @@ class Settings:
     to about this long; a lone write is published at once). Each checkpoint
     makes every worker reopen the store: at 0.2 s a steady stream of writes
     cost queries a third of their throughput and most of their tail latency."""
+    manifest_limit: int = 512 * 1024
+    """Bytes of RocksDB MANIFEST past which the web process reopens its store
+    between two checkpoints (``KG_MANIFEST_LIMIT``): every checkpoint copies the
+    file and every query worker replays it when it opens one, and it grows by a
+    few kB per checkpoint until the store is opened again."""
     max_query_depth: int = 128
     """Deepest nesting a query or update may have (``KG_MAX_QUERY_DEPTH``); deeper is a
     400, checked before the engine (which would overflow its stack)."""
@@ -222,6 +227,8 @@ class Settings:
             raise ValueError("query_budget and update_timeout must be positive")
         if self.snapshot_interval < 0:
             raise ValueError("snapshot_interval must not be negative")
+        if self.manifest_limit < 16 * 1024:
+            raise ValueError("manifest_limit must be at least 16384 bytes")
         if self.max_query_depth < 8 or self.max_json_depth < 4:
             raise ValueError("max_query_depth must be at least 8 and max_json_depth at least 4")
 

@@ -227,6 +227,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                     size=lambda: manifest_bytes(settings.store),
                     reopen=tracked.reopen,
                     writes=write_lock,
+                    limit=settings.manifest_limit,
                 ),
             )
             if store.native() is not None and not store.read_only

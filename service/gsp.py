@@ -22,6 +22,7 @@ from pyoxigraph import DefaultGraph, NamedNode, Quad, RdfFormat, parse, serializ
 from starlette.requests import Request
 from starlette.responses import Response
 
+from kg.store.common import is_remote
 from kg.vocab import PREFIXES
 from service import negotiation as neg
 from service.deps import (
@@ -67,16 +68,20 @@ def _target(request: Request) -> NamedNode | DefaultGraph | None:
         raise BadRequest(f"graph is not an IRI: {graphs[0]!r}", parameter="graph") from None
 
 
-def _raw(request: Request) -> Any:
-    store = get_store(request)
-    raw = store.native()
-    if raw is None:
+def _require_embedded(request: Request) -> None:
+    """A 501 for a remote store (without touching the store's handle)."""
+    if is_remote(get_store(request).location):
         raise Problem(
             "the Graph Store Protocol is only served over an embedded store",
             status=501,
             slug="not-implemented",
         )
-    return raw
+
+
+def _raw(request: Request) -> Any:
+    """The embedded pyoxigraph store, taken in the thread that uses it."""
+    _require_embedded(request)
+    return get_store(request).native()
 
 
 async def store_endpoint(request: Request) -> Response:
@@ -87,12 +92,15 @@ async def store_endpoint(request: Request) -> Response:
     check_update_token(request)
     if get_store(request).read_only:
         raise Forbidden("the store is open read-only", slug="read-only")
-    raw = _raw(request)
+    _require_embedded(request)  # before the body is read
+    # The handle itself is taken under the write lock: the store may be reopened
+    # (service.snapshots.Roll) while a body arrives, and an old handle kept here
+    # would hold the store's lock against the new one.
     if request.method == "DELETE":
         if target is None:
             raise BadRequest("DELETE needs ?graph=IRI or ?default")
         async with request.app.state.write_lock:
-            status = await asyncio.to_thread(_delete, raw, target)
+            status = await asyncio.to_thread(lambda: _delete(_raw(request), target))
             store_written(request)
         await writes_visible(request)
         return Response(status_code=status)
@@ -102,8 +110,9 @@ async def store_endpoint(request: Request) -> Response:
     quads = await asyncio.to_thread(
         _parse_body, request, body, target, get_settings(request).update_timeout
     )
+    put = request.method == "PUT"
     async with request.app.state.write_lock:
-        status = await asyncio.to_thread(_write, raw, target, quads, request.method == "PUT")
+        status = await asyncio.to_thread(lambda: _write(_raw(request), target, quads, put))
         store_written(request)
     await writes_visible(request)
     return Response(status_code=status)

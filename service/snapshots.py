@@ -25,8 +25,9 @@ Each checkpoint also copies RocksDB's MANIFEST, the log of every flush and
 compaction since the writer opened the store, and each worker replays it when
 it opens one: under a steady stream of writes that file grows by a few
 kilobytes per checkpoint and opening with it, by tens of milliseconds a minute.
-So when it passes :data:`MANIFEST_LIMIT` the writer's store is reopened, with
-no write running (:class:`Roll`), which starts a MANIFEST of one record.
+So when it passes ``KG_MANIFEST_LIMIT`` (512 kB) the writer's store is
+reopened, with no write running (:class:`Roll`), which starts a MANIFEST of one
+record.
 """
 
 from __future__ import annotations
@@ -48,11 +49,6 @@ from kg.store.common import StoreError
 log = logging.getLogger("kg.service")
 
 
-MANIFEST_LIMIT = 512 * 1024
-"""Bytes of MANIFEST past which the writer's store is reopened: a worker opens a
-checkpoint with one this size in a few milliseconds more than with a new one."""
-
-
 class PublishFailed(Exception):
     """The newest writes could not be checkpointed for the query workers."""
 
@@ -67,7 +63,8 @@ class Roll:
     """Reopen the store (run in a thread); False when it could not be had alone."""
     writes: asyncio.Lock
     """Held while reopening, so that no write runs meanwhile."""
-    limit: int = MANIFEST_LIMIT
+    limit: int
+    """Bytes of MANIFEST past which the store is reopened (``KG_MANIFEST_LIMIT``)."""
 
 
 class Snapshots:

@@ -18,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from pyoxigraph import Store
 
@@ -26,8 +27,9 @@ from service.app import HandleGate, TrackedStore
 from service.messages import Answer
 from service.pool import QueryPool
 from service.snapshots import Roll, Snapshots
-from tests.helpers import query_request
+from tests.helpers import query_request, running_server
 
+XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
 COUNT = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH <urn:g> { ?s ?p ?o } }"
 
 
@@ -187,3 +189,67 @@ def test_a_store_opened_read_only_is_not_reopened(tmp_path: Path) -> None:
     reader = EmbeddedStore(tmp_path / "store", read_only=True)
     reader.reopen()  # nothing to roll: a reader writes no MANIFEST
     assert len(reader) == 0
+
+
+def test_a_server_taking_every_kind_of_write_keeps_its_manifest_short(store_copy: Path) -> None:
+    """A real server with a small limit: papers, Graph Store Protocol writes and
+    SPARQL updates, each read back at once, while the store is reopened under
+    them; its MANIFEST stays near the limit (without the roll it grew by ~3 kB
+    per checkpoint) and nothing written is lost."""
+    limit = 40_000
+    token = "roll-token-0123456789"
+    auth = {"Authorization": f"Bearer {token}"}
+    env = {
+        "KG_UPDATE_TOKEN": token,
+        "KG_MANIFEST_LIMIT": str(limit),
+        "KG_SNAPSHOT_INTERVAL": "0.05",
+        "KG_LOG_LEVEL": "warning",
+    }
+    ask = "ASK {{ GRAPH <{g}> {{ <urn:roll:s{i}> <urn:roll:p> {i} }} }}"
+    with (
+        running_server(store_copy, env=env) as base,
+        httpx.Client(base_url=base, timeout=60) as http,
+    ):
+        for i in range(36):
+            kind = i % 3
+            if kind == 0:
+                graph = "urn:roll:update"
+                text = f"INSERT DATA {{ GRAPH <{graph}> {{ <urn:roll:s{i}> <urn:roll:p> {i} }} }}"
+                done = http.post(
+                    "/sparql/update",
+                    content=text,
+                    headers={**auth, "Content-Type": "application/sparql-update"},
+                )
+            elif kind == 1:
+                graph = f"urn:roll:gsp{i}"
+                done = http.put(
+                    "/store",
+                    params={"graph": graph},
+                    content=f'<urn:roll:s{i}> <urn:roll:p> "{i}"^^<{XSD_INTEGER}> .',
+                    headers={**auth, "Content-Type": "application/n-triples"},
+                )
+            else:
+                graph = ""
+                paper = {
+                    "id": f"roll-{i}",
+                    "title": f"Unlearning on demand {i}",
+                    "abstract": "We study machine unlearning for large language models "
+                    f"and propose ForgetNet-{i}, which forgets on demand.",
+                }
+                done = http.post("/papers", json=paper, headers=auth)
+            assert done.status_code in (200, 201, 204), (i, done.text)
+            if graph:
+                seen = http.get("/sparql", params={"query": ask.format(g=graph, i=i)})
+                assert seen.json()["boolean"] is True, i  # read-your-writes throughout
+            else:
+                assert http.get(f"/papers/roll-{i}").status_code == 200, i
+            assert manifest_bytes(store_copy) < limit + 10_000, (i, manifest_bytes(store_copy))
+        # Everything written is still there after the reopenings.
+        count = http.get(
+            "/sparql",
+            params={"query": "SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s <urn:roll:p> ?o } }"},
+        )
+        assert int(count.json()["results"]["bindings"][0]["n"]["value"]) == 24
+        assert (
+            len(http.get("/papers", params={"q": "ForgetNet", "limit": 50}).json()["items"]) >= 12
+        )
