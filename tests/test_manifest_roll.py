@@ -23,10 +23,10 @@ import pytest
 from pyoxigraph import Store
 
 from kg.store.embedded import EmbeddedStore, StoreError, manifest_bytes
-from service.app import HandleGate, TrackedStore
 from service.messages import Answer
 from service.pool import QueryPool
 from service.snapshots import Roll, Snapshots
+from service.tracked import HandleGate, TrackedStore
 from tests.helpers import query_request, running_server
 
 XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"

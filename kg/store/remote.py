@@ -108,9 +108,7 @@ class RemoteStore:
         self.query_url = query_url or setting("store_query_url") or f"{base}/query"
         self.update_url = update_url or setting("store_update_url") or f"{base}/update"
         self.store_url = store_url or setting("store_gsp_url") or f"{base}/store"
-        if timeout is None:
-            timeout = float(setting("store_timeout"))
-        seconds = timeout
+        seconds = float(setting("store_timeout")) if timeout is None else timeout
         # One pooled client: keep-alive matters when ingest sends a PUT per paper.
         # It is thread-safe, so the service's worker threads share it.
         self._http = httpx.Client(timeout=httpx.Timeout(seconds, connect=min(5.0, seconds)))
@@ -305,11 +303,8 @@ class RemoteStore:
     def flush(self) -> None:
         """Nothing to do: the server made each write durable before answering."""
 
-    def optimize(self) -> None:
-        """Nothing to do: compaction is the server's business."""
-
-    def reopen(self) -> None:
-        """Nothing to do: each request opens what it needs."""
+    # Nothing to do either: compaction and open files are the server's business.
+    optimize = reopen = flush
 
     def native(self) -> Store | None:
         return None
