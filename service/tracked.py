@@ -58,7 +58,8 @@ class TrackedStore:
     reopen, and every call through it is counted (:class:`HandleGate`), so that
     the handle can be reopened with nothing running on it.
 
-    Reads go straight to the wrapped store: it is a :class:`GraphStore` itself."""
+    Reads and writes alike pass the gate on their way to the wrapped store; it is
+    a :class:`GraphStore` itself."""
 
     ALONE_WITHIN = 2.0
     """Seconds :meth:`reopen` waits for the running calls to end before giving up."""

@@ -10,12 +10,11 @@ import pytest
 from pyoxigraph import Literal, NamedNode, Quad, RdfFormat
 
 from kg.ingest import ingest
-from kg.mapping.papers import ENTITIES_GRAPH
 from kg.reading.readers import derived_id, read_paths, unique
 from kg.resources import queries_dir, sample_corpus
 from kg.store.embedded import EmbeddedStore, StoreError, open_store
 from kg.store.validation import validate_store
-from kg.vocab import KG, SKOS, paper_graph, paper_iri
+from kg.vocab import ENTITIES_GRAPH, KG, SKOS, paper_graph, paper_iri
 
 PROVENANCE_QUERY = """
 PREFIX kg: <https://w3id.org/mlkg/ontology#>

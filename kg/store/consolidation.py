@@ -41,14 +41,13 @@ from kg.mapping.consolidation import (
     type_evidence_iri,
 )
 from kg.mapping.directions import key_direction
-from kg.mapping.papers import ENTITIES_GRAPH
 from kg.mapping.results import boolean
 from kg.model import EntityType
 from kg.store.common import GraphStore
 from kg.store.index import evidence_rows as ev
 from kg.store.index import index_of, paper_quads
 from kg.store.queries import rows, run
-from kg.vocab import ID_PREFIX, KG, RDF, SKOS, XSD, paper_id_from_graph
+from kg.vocab import ENTITIES_GRAPH, ID_PREFIX, KG, RDF, SKOS, XSD, paper_id_from_graph
 
 _TYPES = tuple(k.name for k in schema.ENTITY_TYPES)
 BATCH_QUADS = 20_000

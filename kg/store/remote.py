@@ -61,12 +61,13 @@ from pyoxigraph import (
     serialize,
 )
 
-from kg.mapping.papers import ENTITIES_GRAPH, PaperQuads
+from kg.mapping.papers import PaperQuads
 from kg.resources import ontology_dir, queries_dir
 from kg.settings import Settings
 from kg.store.common import QueryResult, StoreError, Term, data_update, merge_labels, sha256
 from kg.store.sparql_text import tokens
 from kg.vocab import (
+    ENTITIES_GRAPH,
     KG,
     ONTOLOGY_GRAPH,
     ONTOLOGY_IRI,

@@ -22,13 +22,13 @@ from typing import Any
 from pyoxigraph import NamedNode, Quad, QuerySolutions
 
 from kg.mapping.consolidation import text
-from kg.mapping.papers import ENTITIES_GRAPH, PaperQuads
+from kg.mapping.papers import PaperQuads
 from kg.store.common import GraphStore
 from kg.store.index import read as ix
 from kg.store.index.db import SCHEMA_VERSION, Index, IndexError_
 from kg.store.index.rows import EntityInfo, PaperRow, entity_infos, paper_row
 from kg.store.queries import default_registry
-from kg.vocab import SKOS, paper_graph, paper_id_from_graph, paper_iri
+from kg.vocab import ENTITIES_GRAPH, SKOS, paper_graph, paper_id_from_graph, paper_iri
 
 log = logging.getLogger("kg.store.index")
 
