@@ -118,9 +118,11 @@ def test_model_names_and_phrases() -> None:
         assert not is_model_name(name), name
     assert reduce_phrase("high accuracy") == "accuracy"
     assert reduce_phrase("high computational cost") == "computational cost"
-    for junk in ("3D data", "2D image", "significant improvement", "high"):
+    for junk in ("3D data", "2D image", "significant improvement", "high", "3D", "real-world"):
         assert reduce_phrase(junk) is None, junk
     assert reduce_phrase("image quality") == "image quality"
+    assert reduce_phrase("3D Gaussian splatting") == "3D Gaussian splatting"
+    assert reduce_phrase("3D reconstruction") == "3D reconstruction"
 
 
 def test_resolution_is_a_function_of_the_evidence() -> None:

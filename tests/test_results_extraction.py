@@ -63,6 +63,33 @@ def test_result_offsets_point_into_the_abstract(extractor) -> None:  # noqa: ANN
         assert r["metric"]["iri"].startswith("https://w3id.org/mlkg/id/metric/")
 
 
+def test_what_a_number_measures_is_a_metric_of_its_paper(extractor) -> None:  # noqa: ANN001
+    """A result's metric is listed among its paper's metrics, found at its phrase in the
+    number's sentence, even when the typer left that phrase out ("18.3% on automated
+    metrics"): ``/papers?metric=…`` finds every paper that reports a number of it."""
+    from kg.reading.readers import read_paths
+    from kg.resources import sample_corpus
+
+    records = [r for r in read_paths(sample_corpus()) if hasattr(r, "abstract")]
+    checked = 0
+    for paper in extractor.extract(records):
+        metrics = {e.iri: e for e in paper.entities if e.type.value == "Metric"}
+        for result in paper.results:
+            if result.metric is None:
+                continue
+            checked += 1
+            entity = metrics.get(result.metric.iri)
+            assert entity is not None, (result.metric.label, result.claim.text)
+            sentence = (result.claim.sentence_start, result.claim.sentence_end)
+            assert any(
+                sentence[0] <= m.start
+                and m.end <= sentence[1]
+                and paper.record.abstract[m.start : m.end] == m.text
+                for m in entity.mentions
+            ), (entity.label, result.claim.text)
+    assert checked >= 12
+
+
 def test_numbers_without_a_metric_are_not_tied_to_one(extractor) -> None:  # noqa: ANN001
     paper = extractor.extract_one(
         Record("bar", "We propose BarNet. BarNet outperforms prior methods by 12% on average.")

@@ -295,3 +295,16 @@ def test_a_vague_or_judged_metric_phrase_is_cut_to_the_measure(extractor) -> Non
     assert found["31.1"].metric is not None and found["31.1"].metric.label == "QuuxBench score"
     assert found["16.8%"].relative  # "a decline of"
     assert found["15 percentage points"].relative
+
+
+def test_a_hyphenated_compound_is_kept_or_dropped_whole(extractor) -> None:  # noqa: ANN001
+    found = _results(
+        extractor,
+        "We propose FooGuard. FooGuard reaches 100% keyword-based ASR on FooSet. "
+        "FooGuard achieves up to a 2x higher zero-shot return than the baselines. "
+        "FooGuard yields 10× smaller index size.",
+    )
+    assert _metric(found["100%"]) == "keyword-based ASR"  # not "based ASR"
+    assert _metric(found["2x"]) == "return"  # not "shot return"
+    # a comparison states the result, the rest of the phrase names the measure
+    assert _metric(found["10×"]) == "index size"

@@ -14,6 +14,7 @@ from kg.extraction.extractor import Extractor, build_pipeline
 from kg.extraction.learned import CLASSES, TyperModel, evaluative, is_model_name
 from kg.model import EntityType
 from kg.training.typer import featurise, fit, gold_classes, read_gold
+from tests.helpers import SHARED
 
 ABSTRACTS = {
     "a1": "We propose FooNet, a network for image classification. FooNet beats ResNet-50 "
@@ -136,3 +137,32 @@ def test_judgements_are_not_measures() -> None:
     assert evaluative(nlp("high computational cost")[:])
     assert not evaluative(nlp("high-resolution images")[:])
     assert not evaluative(nlp("accuracy")[:])
+
+
+TRAIN_GOLD = SHARED / "gold" / "iclr-train.jsonl"
+
+
+@pytest.mark.skipif(
+    not TRAIN_GOLD.exists(), reason="needs ../shared beside the checkout (the ICLR train gold)"
+)
+def test_kg_train_reproduces_the_shipped_typer(tmp_path: Path) -> None:
+    """`kg train` gives the shipped model: a change upstream of the typer (its features
+    are the other components' spans) must come with a retrained typer. Here the
+    weights are bit-identical run after run; the tolerance is for another CPU's
+    floating point (a stale typer differed by up to 0.41)."""
+    import numpy as np
+
+    from kg.extraction.learned import TYPER_DIR
+
+    out = tmp_path / "typer"
+    result = CliRunner().invoke(
+        main,
+        ["train", "--shared", str(SHARED), "--only", "typer", "--typer-output", str(out)],
+    )
+    assert result.exit_code == 0, result.output
+    assert (out / "features.json").read_text("utf-8") == (TYPER_DIR / "features.json").read_text(
+        "utf-8"
+    )
+    with np.load(out / "weights.npz") as new, np.load(TYPER_DIR / "weights.npz") as shipped:
+        difference = np.abs(new["sparse"].astype(np.float32) - shipped["sparse"])
+        assert difference.max() <= 0.01

@@ -146,6 +146,7 @@ def context(doc: Doc) -> _Context:
             or tok.is_space
             or bool(ENUMERATOR.match(text))
             or ctx.pos[-1] in ("NUM", "ADV")
+            or not ctx.alpha[-1]
             or tag in ("POS", "JJR", "JJS", "RBR", "RBS")
         )
         ctx.drop_trail.append(text in TRAILING_DROP or tok.is_space)

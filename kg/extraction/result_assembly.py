@@ -20,7 +20,7 @@ from kg.extraction.canonical import canonical_key, display_label
 from kg.extraction.result_datasets import benchmark_pattern, benchmark_proposal, normal_label
 from kg.extraction.results import result_words_v1
 from kg.extraction.values import BARE_NUMBER
-from kg.model import Claim, Entity, EntityType, Result, Value
+from kg.model import Claim, Entity, EntityType, Mention, Result, Value
 from kg.reading import latex
 
 
@@ -31,15 +31,17 @@ def assemble_results(
     claims: list[Claim],
     entities: list[Entity],
     identity: Callable[[Span], tuple[str, str, list[str]]],
-) -> list[Result]:
-    """The :class:`Result` records of a paper from the marks of ``kg_results``.
+) -> tuple[list[Result], list[Entity]]:
+    """The :class:`Result` records of a paper from the marks of ``kg_results``, and
+    the metric nodes they name that are not among ``entities`` (with the mention
+    each was found at): what a number measures is a metric the paper names.
 
     ``identity`` is the assembly's key/label/aliases resolver, so that a metric
     written as a defined acronym ("ASR") meets its long form.
     """
     proposed = [e for e in entities if e.proposed]
     bench = benchmark_proposal(proposed, abstract, _bench_patterns())
-    resolve = _Resolver(cleaned, entities, identity)
+    resolve = _Resolver(cleaned, entities, identity, abstract)
     results: list[Result] = []
     for vs_c, ve_c, ms, me, relative, baseline, ds, de, declared in doc._.kg_results or []:
         vs, ve = cleaned.to_original(vs_c, ve_c)
@@ -59,6 +61,8 @@ def assemble_results(
         metric = resolve(doc[ms:me], EntityType.METRIC) if ms >= 0 else None
         if metric is not None and metric.key.rsplit("-", 1)[-1] in _vague():
             metric = None  # "13–38% average performance": the typer's metric names no measure
+        if metric is not None:
+            resolve.named(metric, doc[ms:me], claim)
         in_sentence = [
             e
             for e in entities
@@ -123,7 +127,8 @@ def assemble_results(
             )
         )
     _pair_respectively(results, entities, abstract)
-    return results
+    used = {id(r.metric) for r in results if r.metric is not None}
+    return results, [e for e in resolve.created if id(e) in used]
 
 
 _RESPECTIVELY = re.compile(r"\brespectively\b")
@@ -176,11 +181,16 @@ class _Resolver:
         cleaned: latex.Cleaned,
         entities: list[Entity],
         identity: Callable[[Span], tuple[str, str, list[str]]],
+        abstract: str,
     ) -> None:
         self.cleaned = cleaned
         self.entities = entities
         self.identity = identity
+        self.abstract = abstract
         self.by_key = {(e.type, e.key): e for e in entities}
+        self.listed = {id(e) for e in entities}
+        # Nodes made here that the text names at a span: they are the paper's too.
+        self.created: list[Entity] = []
 
     def __call__(self, span: Span, kind: EntityType, declared: bool = False) -> Entity | None:
         start, end = self.cleaned.to_original(span.start_char, span.end_char)
@@ -213,6 +223,19 @@ class _Resolver:
             if normal != written:
                 key, label, aliases = canonical_key(normal), normal, [written]
         return self._own(kind, key, label, aliases, declared)
+
+    def named(self, entity: Entity, span: Span, claim: Claim) -> None:
+        """Record where the text names a node the resolver made (not the paper's own entity)."""
+        if id(entity) in self.listed:
+            return
+        start, end = self.cleaned.to_original(span.start_char, span.end_char)
+        if any((m.start, m.end) == (start, end) for m in entity.mentions):
+            return
+        entity.mentions.append(
+            Mention(self.abstract[start:end], start, end, claim.sentence_start, claim.sentence_end)
+        )
+        if all(e is not entity for e in self.created):
+            self.created.append(entity)
 
     def covers(self, span: Span, entity: Entity) -> bool:
         """Whether one of the entity's mentions covers the span."""

@@ -109,7 +109,11 @@ class ResultFinder:
         )
 
     def _phrase(self, doc: Doc, head: Token) -> Span:
-        """The noun phrase headed by a metric word, without determiners and numbers."""
+        """The noun phrase headed by a metric word, without determiners and numbers.
+
+        A hyphenated compound is one word, kept or dropped whole: "keyword-based
+        ASR", not "based ASR"; "zero-shot returns" loses "zero" and so "zero-shot".
+        """
         start = head.i
         while start > 0:
             prev = doc[start - 1]
@@ -123,6 +127,7 @@ class ResultFinder:
                 start -= 1
                 continue
             break
+        start = _compound_start(doc, start)
         # Keep "X of Y" out: metric phrases are short; keep a trailing acronym like "pass@32".
         end = head.i + 1
         while (
@@ -134,9 +139,16 @@ class ResultFinder:
                 or doc[start].lower_ in self.bridge_after
                 or doc[start].lower_ in self.metric_drop  # "state-of-the-art FID", "50-step FID"
                 or doc[start].text[:1].isdigit()
+                # "~5x compute", "7.8%-25% training time": no name starts without a letter
+                or not any(c.isalpha() for c in doc[start].text)
+                # "greater stability", "10× smaller index size": a comparison states the result
+                or doc[start].tag_ in ("JJR", "RBR")
             )
         ):
             start += 1
+            # the hyphen and the next part of a compound go with the part dropped
+            while start + 2 < end and doc[start].text == "-" and not doc[start - 1].whitespace_:
+                start += 2
         # "state-of-the-art FID": a hyphenated judgement is dropped whole
         glued = start
         while glued + 2 < end and doc[glued + 1].text == "-" and not doc[glued].whitespace_:
@@ -446,6 +458,17 @@ class ResultFinder:
                     ):
                         marks[k] = (span, marks[other][1], unit, bare)
                         break
+
+
+def _compound_start(doc: Doc, i: int) -> int:
+    """The first token of the hyphenated compound token ``i`` ends ("keyword-based")."""
+    while i >= 2 and doc[i - 1].text == "-" and not doc[i - 1].whitespace_:
+        if doc[i - 2].whitespace_:
+            break
+        i -= 2
+    if i >= 1 and doc[i].text == "-" and not doc[i - 1].whitespace_:
+        i -= 1
+    return i
 
 
 @Language.factory(

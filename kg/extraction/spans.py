@@ -61,6 +61,7 @@ def trim_span(span: Span) -> Span | None:
         or doc[start].pos_ in ("NUM", "ADV")
         or doc[start].tag_ == "POS"
         or doc[start].tag_ in ("JJR", "JJS", "RBR", "RBS")
+        or not any(c.isalpha() for c in doc[start].text)  # "~5x compute", "≥ 99% accuracy"
     ):
         start += 1
     while end > start and (doc[end - 1].text in TRAILING_DROP or doc[end - 1].is_space):

@@ -105,7 +105,7 @@ def _generic_head_keys() -> frozenset[str]:
 def reduce_phrase(label: str) -> str | None:
     """What a phrase leaves to be a node: the label itself, the label without a
     leading judgement ("high accuracy" → "accuracy"), or None when nothing
-    specific is left ("significant improvement", "3D data", "2D image")."""
+    specific is left ("significant improvement", "3D data", "2D image", "3D")."""
     if label.strip().lower() in words("not_entities"):
         return None  # "GPU", "GitHub", "English": mentioned, but not research entities
     tokens = label.split()
@@ -114,6 +114,8 @@ def reduce_phrase(label: str) -> str | None:
         tokens = tokens[1:]
     if not tokens:
         return None  # a judgement alone
+    if all(t.lower() in words("uninformative_modifiers") for t in tokens):
+        return None  # "3D", "real-world": a modifier with nothing to modify
     modifiers = [t.lower() for t in tokens[:-1]]
     if canonical_key(tokens[-1]) in _generic_head_keys() and all(
         m in words("uninformative_modifiers") for m in modifiers
