@@ -208,3 +208,30 @@ def test_the_web_process_imports_no_spacy_nor_networkx() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]"
+
+
+def test_the_web_process_freezes_what_it_started_with_once(sample_store: Path) -> None:
+    """After start-up the collector no longer walks the process's long-lived objects
+    (a full collection during a request would), and a second app does not freeze again."""
+    code = (
+        "import gc, sys\n"
+        "from fastapi.testclient import TestClient\n"
+        "from service.app import create_app\n"
+        "from service.settings import Settings\n"
+        "before = gc.get_freeze_count()\n"
+        "with TestClient(create_app(Settings(store=sys.argv[1], query_workers=1))):\n"
+        "    first = gc.get_freeze_count()\n"
+        "with TestClient(create_app(Settings(store=sys.argv[1], query_workers=1))):\n"
+        "    second = gc.get_freeze_count()\n"
+        "print(before, first, second)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(sample_store)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    before, first, second = map(int, run.stdout.split())
+    # freed objects leave the frozen ones; a second freeze would add the second app
+    assert before == 0 and first > 10_000 and second <= first
