@@ -295,3 +295,40 @@ def test_closing_the_store_folds_the_index_log_back(tmp_path: Path) -> None:
     assert Index(tmp_path / "i.sqlite").reader().execute("SELECT count(*) FROM t").fetchone() == (
         50_000,
     )
+
+
+def test_a_focus_resolves_in_the_index_as_in_the_store(sample_store: Path) -> None:
+    """`/graph?focus=…` resolves from the index what the store's queries resolve."""
+    from kg.read.graph import FocusNotFound, resolve_focus
+    from kg.store.index.graph import indexed_focus
+
+    store = open_store(sample_store, read_only=True)
+    try:
+        index = index_of(store)
+        assert index is not None
+        db = index.reader()
+        entities = [row[0] for row in db.execute("SELECT iri FROM entities ORDER BY eid LIMIT 40")]
+        papers = [row[0] for row in db.execute("SELECT id FROM papers ORDER BY pid LIMIT 10")]
+        focuses = [
+            *entities,
+            *(iri.split("/id/", 1)[1] for iri in entities),  # type/key
+            *(iri.rsplit("/", 1)[1] for iri in entities),  # the key alone
+            *papers,
+            *(f"paper/{p}" for p in papers),
+            "unlearning",
+            "Unlearning",
+            "no such thing",
+            "https://example.org/elsewhere",
+        ]
+        found = 0
+        for focus in focuses:
+            try:
+                expected: str | None = resolve_focus(store.inner, focus)
+            except FocusNotFound:
+                expected = None
+            # (a source's own paper id is the store's fallback; the sample has none)
+            assert indexed_focus(index, focus) == expected, focus
+            found += expected is not None
+        assert found >= 3 * len(entities) + 2 * len(papers)
+    finally:
+        store.close()

@@ -29,6 +29,7 @@ from pyoxigraph import QuerySolutions
 
 from kg.read.graph import GraphViewError, clean_text, local_name, paper_label, resolve_focus
 from kg.read.graphview import GraphData, GraphDataCache, GraphRequest
+from kg.read.resolve import focus_candidates
 from kg.store.common import GraphStore
 from kg.store.index.db import Index
 from kg.store.queries import default_registry
@@ -72,7 +73,7 @@ def bounded_data(
 
     index = index_of(store)
     if request.focus and index is not None:
-        iri = resolve_focus(store, request.focus)
+        iri = indexed_focus(index, request.focus) or resolve_focus(store, request.focus)
         if request.projection == "bipartite" and request.depth == 1:
             star = entity_star(index, iri, request, max_nodes)
             if star is not None:
@@ -93,6 +94,27 @@ def bounded_data(
             param="focus",
         )
     return cache.get(store, token)
+
+
+def indexed_focus(index: Index, focus: str) -> str | None:
+    """The IRI a focus names when the index holds that paper or entity (None:
+    ask :func:`kg.read.graph.resolve_focus`, which also knows a source's paper id).
+
+    The same candidates in the same order as ``resolve_focus``, one lookup each
+    instead of two SPARQL queries: a star's request spent 2 ms resolving
+    ``method/claude`` at 100k papers."""
+    db = index.reader()
+    prefix = ID_PREFIX + "paper/"
+    for iri in focus_candidates(focus.strip()):
+        # papers are found by their id (indexed), entities by their IRI
+        found = (
+            db.execute("SELECT 1 FROM papers WHERE id = ?", (unquote(iri[len(prefix) :]),))
+            if iri.startswith(prefix)
+            else db.execute("SELECT 1 FROM entities WHERE iri = ?", (iri,))
+        ).fetchone()
+        if found:
+            return iri
+    return None
 
 
 def _chunks(items: list[Any], size: int = 500) -> list[list[Any]]:
