@@ -80,7 +80,9 @@ def test_deep_update_is_a_400_and_the_server_stays_up(server: str, name: str) ->
 
 @pytest.mark.parametrize("name", sorted(NOT_DEEP))
 def test_harmless_look_alikes_still_run(server: str, name: str) -> None:
-    response = httpx.post(server + "/sparql", content=NOT_DEEP[name].encode(), headers=QUERY)
+    response = httpx.post(
+        server + "/sparql", content=NOT_DEEP[name].encode(), headers=QUERY, timeout=30
+    )
     assert response.status_code == 200, response.text[:300]
 
 
