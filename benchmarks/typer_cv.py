@@ -16,8 +16,6 @@ from one pooled score; compare it only with itself.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import statistics
 import sys
@@ -62,9 +60,7 @@ def main() -> int:
         print(f"no {ICLR}: needs ../shared beside the checkout")
         return 2
 
-    from kg.extraction import learned
     from kg.extraction.extractor import Extractor
-    from kg.reading import latex
     from kg.reading.readers import read_paths
     from kg.training import typer as training
 
@@ -77,27 +73,10 @@ def main() -> int:
     dev = training.read_gold(SHARED / "gold" / "iclr-dev.jsonl", [ICLR])
     nlp = Extractor(typer=None).nlp
 
-    def featurise(rows: list[dict[str, Any]]) -> list[list[tuple[list[str], int]]]:
-        out = []
-        texts = (latex.clean(r["abstract"]).text for r in rows)
-        with nlp.select_pipes(disable=[p for p in ("kg_claims",) if p in nlp.pipe_names]):
-            for row, doc in zip(rows, nlp.pipe(texts), strict=True):
-                gold = training.gold_classes(row)
-                ctx = learned.context(doc)
-                groups = learned.grouped(learned.candidates(doc, ctx), ctx)
-                out.append(
-                    [
-                        (feats, learned.CLASSES.index(gold.get(learned.candidate_key(m[0]), "O")))
-                        for m, feats in groups
-                    ]
-                )
-        return out
-
-    def fit(examples: list[list[tuple[list[str], int]]], keep: list[int]) -> Any:
-        feats = [f for i in keep for f, _ in examples[i]]
-        labels = [y for i in keep for _, y in examples[i]]
-        with contextlib.redirect_stdout(io.StringIO()):
-            return training.fit(feats, labels, log=lambda _: None)
+    def fit(examples: list[tuple[list[list[str]], list[int]]], keep: list[int]) -> Any:
+        feats = [f for i in keep for f in examples[i][0]]
+        labels = [y for i in keep for y in examples[i][1]]
+        return training.fit(feats, labels, log=lambda _: None)
 
     def evaluate(model: Any, rows: list[dict[str, Any]]) -> dict[str, float]:
         with tempfile.TemporaryDirectory() as tmp:
@@ -116,7 +95,8 @@ def main() -> int:
             preds = [p.to_json() for p in Extractor(typer=model).extract(records)]
         return score(rows, preds)
 
-    examples = featurise(train)
+    # kg train's own featurise, one abstract at a time, so that folds can be cut
+    examples = [training.featurise(nlp, [row]) for row in train]
     folds = []
     for k in range(5):
         keep = [i for i in range(len(train)) if i % 5 != k]

@@ -79,8 +79,8 @@ def _require_embedded(request: Request) -> None:
 
 
 def _raw(request: Request) -> Any:
-    """The embedded pyoxigraph store, taken in the thread that uses it."""
-    _require_embedded(request)
+    """The embedded pyoxigraph store (:func:`_require_embedded` checked that it is
+    one), taken in the thread that uses it."""
     return get_store(request).native()
 
 
@@ -119,6 +119,7 @@ async def store_endpoint(request: Request) -> Response:
 
 
 def _read(request: Request, target: NamedNode | DefaultGraph | None) -> Response:
+    _require_embedded(request)
     raw = _raw(request)
     limit = get_settings(request).result_limit
     ranges = neg.parse_accept(request.headers.get("accept"))

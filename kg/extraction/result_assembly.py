@@ -128,7 +128,7 @@ def assemble_results(
         )
     _pair_respectively(results, entities, abstract)
     used = {id(r.metric) for r in results if r.metric is not None}
-    return results, [e for e in resolve.created if id(e) in used]
+    return results, [e for e in resolve.named_nodes() if id(e) in used]
 
 
 _RESPECTIVELY = re.compile(r"\brespectively\b")
@@ -189,8 +189,6 @@ class _Resolver:
         self.abstract = abstract
         self.by_key = {(e.type, e.key): e for e in entities}
         self.listed = {id(e) for e in entities}
-        # Nodes made here that the text names at a span: they are the paper's too.
-        self.created: list[Entity] = []
 
     def __call__(self, span: Span, kind: EntityType, declared: bool = False) -> Entity | None:
         start, end = self.cleaned.to_original(span.start_char, span.end_char)
@@ -234,8 +232,10 @@ class _Resolver:
         entity.mentions.append(
             Mention(self.abstract[start:end], start, end, claim.sentence_start, claim.sentence_end)
         )
-        if all(e is not entity for e in self.created):
-            self.created.append(entity)
+
+    def named_nodes(self) -> list[Entity]:
+        """The nodes made here that the text names at a span: they are the paper's too."""
+        return [e for e in self.by_key.values() if id(e) not in self.listed and e.mentions]
 
     def covers(self, span: Span, entity: Entity) -> bool:
         """Whether one of the entity's mentions covers the span."""

@@ -120,7 +120,7 @@ def write_gexf(graph: nx.DiGraph) -> bytes:
 def _json(obj: Any) -> bytes:
     # orjson writes the bytes json.dumps(ensure_ascii=False, compact) wrote, in an
     # eighth of the time: 2.8 → 0.4 ms of a 477-node star's 18 ms at 100k papers
-    # (benchmarks/graph_export.py; BENCHMARKS.md, "Graph exports with orjson").
+    # (benchmarks/graph_export.py; BENCHMARKS.md, "REST at 100k: … graph exports with orjson").
     return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
 
 

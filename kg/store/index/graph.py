@@ -104,17 +104,22 @@ def indexed_focus(index: Index, focus: str) -> str | None:
     instead of two SPARQL queries: a star's request spent 2 ms resolving
     ``method/claude`` at 100k papers."""
     db = index.reader()
-    prefix = ID_PREFIX + "paper/"
     for iri in focus_candidates(focus.strip()):
-        # papers are found by their id (indexed), entities by their IRI
-        found = (
-            db.execute("SELECT 1 FROM papers WHERE id = ?", (unquote(iri[len(prefix) :]),))
-            if iri.startswith(prefix)
-            else db.execute("SELECT 1 FROM entities WHERE iri = ?", (iri,))
-        ).fetchone()
-        if found:
+        if _lookup(db, iri) != (None, None):
             return iri
     return None
+
+
+def _lookup(db: Any, iri: str) -> tuple[int | None, int | None]:
+    """``(pid, eid)``: the index's row of the paper or entity an IRI names (a paper
+    by its id, which is indexed; an entity by its IRI), None where it names none."""
+    prefix = ID_PREFIX + "paper/"
+    if iri.startswith(prefix):
+        row = db.execute("SELECT pid FROM papers WHERE id = ?", (unquote(iri[len(prefix) :]),))
+        found = row.fetchone()
+        return (found[0] if found else None), None
+    found = db.execute("SELECT eid FROM entities WHERE iri = ?", (iri,)).fetchone()
+    return None, (found[0] if found else None)
 
 
 def _chunks(items: list[Any], size: int = 500) -> list[list[Any]]:
@@ -124,12 +129,9 @@ def _chunks(items: list[Any], size: int = 500) -> list[list[Any]]:
 def neighbourhood(index: Index, focus: str, radius: int, cap: int) -> GraphData:
     """The graph data of the nodes within ``radius`` hops of ``focus`` (an IRI)."""
     db = index.reader()
-    prefix = ID_PREFIX + "paper/"
-    paper_id = unquote(focus[len(prefix) :]) if focus.startswith(prefix) else None
-    paper = db.execute("SELECT pid FROM papers WHERE id = ?", (paper_id,)).fetchone()
-    entity = db.execute("SELECT eid FROM entities WHERE iri = ?", (focus,)).fetchone()
-    papers: set[int] = {paper[0]} if paper else set()
-    entities: set[int] = {entity[0]} if entity else set()
+    pid, eid = _lookup(db, focus)
+    papers: set[int] = {pid} if pid is not None else set()
+    entities: set[int] = {eid} if eid is not None else set()
     frontier_p, frontier_e = set(papers), set(entities)
     links: list[tuple[int, int, str]] = []  # (pid, eid, relation)
     for _hop in range(radius):
