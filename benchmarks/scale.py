@@ -114,20 +114,29 @@ def endpoints(store: Path) -> list[str]:
     ]
 
 
-def measure_store(store: Path, duration: float, warmup: float) -> dict:
-    """Start-up time and p50/p99 of every endpoint at c=4 on one store."""
+def measure_store(
+    store: Path, duration: float, warmup: float, *, workers: int = 1, only: str | None = None
+) -> dict:
+    """Start-up time and p50/p99 of every endpoint at c=4 on one store.
+
+    ``workers`` is ``kg serve --workers`` (more than one serves read-only);
+    ``only`` keeps the endpoints whose path contains it.
+    """
     import httpx
 
     from benchmarks.query import free_port, kg_serve, load
 
+    env = {"KG_WORKERS": str(workers)}
     starts = []
     for _ in range(2):
-        with kg_serve(store, free_port()) as server:
+        with kg_serve(store, free_port(), env) as server:
             starts.append(round(server.startup_s, 2))
-    out: dict = {"startup_s": starts, "endpoints": {}}
-    with kg_serve(store, free_port()) as server:
+    out: dict = {"startup_s": starts, "workers": workers, "endpoints": {}}
+    with kg_serve(store, free_port(), env) as server:
         base = server.ready_url.rsplit("/", 1)[0]
         for path in endpoints(store):
+            if only and only not in path:
+                continue
             try:
                 status = httpx.get(base + path, timeout=60).status_code
             except httpx.TimeoutException:
@@ -164,12 +173,16 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=1.0)
     ap.add_argument("--writes", type=Path, help="also measure writes into this store")
     ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("--workers", type=int, default=1, help="kg serve --workers (default 1)")
+    ap.add_argument("--only", help="only the endpoints whose path contains this")
     args = ap.parse_args()
     results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "stores": {}}
     for spec in args.store:
         name, _, path = spec.partition("=")
         print(f"{name}: {path}", file=sys.stderr, flush=True)
-        results["stores"][name] = measure_store(Path(path), args.duration, args.warmup)
+        results["stores"][name] = measure_store(
+            Path(path), args.duration, args.warmup, workers=args.workers, only=args.only
+        )
         if args.json:
             args.json.write_text(json.dumps(results, indent=1))
     if args.writes:
