@@ -8,6 +8,7 @@ functions (lenient F1 per field, the claim spans, their mean), so a change to
 any component can be judged on 120 held-out abstracts and not only on 40:
 
     python benchmarks/typer_cv.py              # CV and dev macro, per field
+    python benchmarks/typer_cv.py --model-dir kg-recogniser   # with a recogniser
 
 The CV figure is the mean over folds of each field's F1, so it differs a little
 from one pooled score; compare it only with itself.
@@ -55,7 +56,13 @@ def score(rows: list[dict[str, Any]], preds: list[dict[str, Any]]) -> dict[str, 
 
 def main() -> int:
     """Print the CV and dev scores per field and their macro."""
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--model-dir",
+        help="a recogniser (kg train --scierc-dir) to add: its spans become the typer's "
+        "candidates and features (default: none, as shipped)",
+    )
+    args = parser.parse_args()
     if not ICLR.exists():
         print(f"no {ICLR}: needs ../shared beside the checkout")
         return 2
@@ -71,7 +78,8 @@ def main() -> int:
             titles[row["forum_id"]] = row["title"]
     train = training.read_gold(SHARED / "gold" / "iclr-train.jsonl", [ICLR])
     dev = training.read_gold(SHARED / "gold" / "iclr-dev.jsonl", [ICLR])
-    nlp = Extractor(typer=None).nlp
+    model_dir = Path(args.model_dir) if args.model_dir else None
+    nlp = Extractor(typer=None, model_dir=model_dir).nlp
 
     def fit(examples: list[tuple[list[list[str]], list[int]]], keep: list[int]) -> Any:
         feats = [f for i in keep for f in examples[i][0]]
@@ -92,7 +100,9 @@ def main() -> int:
                 "utf-8",
             )
             records = [r for r in read_paths([str(path)]) if hasattr(r, "abstract")]
-            preds = [p.to_json() for p in Extractor(typer=model).extract(records)]
+            preds = [
+                p.to_json() for p in Extractor(typer=model, model_dir=model_dir).extract(records)
+            ]
         return score(rows, preds)
 
     # kg train's own featurise, one abstract at a time, so that folds can be cut

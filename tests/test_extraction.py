@@ -87,13 +87,15 @@ def test_a_broader_task_named_only_inside_a_phrase_links_but_is_not_listed(extra
     from kg.model import Record
 
     paper = extractor.extract_one(
-        Record("derived", "We study LLM unlearning and propose PurgeNet for LLM unlearning.")
+        Record(
+            "derived", "We study machine unlearning and propose PurgeNet for machine unlearning."
+        )
     )
     unlearning = [e for e in paper.entities if e.key == "unlearning"]
     assert unlearning and unlearning[0].derived  # the graph links the paper to it
     listed = {t["label"] for t in paper.to_json()["tasks"]}
-    assert "unlearning" not in listed and "LLM unlearning" in listed
-    named = extractor.extract_one(Record("named", "We study unlearning, and LLM unlearning."))
+    assert "unlearning" not in listed and "machine unlearning" in listed
+    named = extractor.extract_one(Record("named", "We study unlearning, and machine unlearning."))
     assert "unlearning" in {t["label"] for t in named.to_json()["tasks"]}
 
 

@@ -387,12 +387,12 @@ def test_entity_papers_are_paged_alike(both: tuple) -> None:
     indexed, scanning = both
     top = _get(scanning, "/tasks?limit=1")["items"][0]
     full = _get(indexed, top["href"] + "?papers_limit=1000")
-    assert len(full["papers"]) == full["paper_count"] > 3
+    assert len(full["papers"]) == full["paper_count"] > 2  # two pages at least
     for client in (indexed, scanning):
         pages = [
             p
-            for offset in range(0, full["paper_count"], 3)
-            for p in _get(client, f"{top['href']}?papers_limit=3&papers_offset={offset}")["papers"]
+            for offset in range(0, full["paper_count"], 2)
+            for p in _get(client, f"{top['href']}?papers_limit=2&papers_offset={offset}")["papers"]
         ]
         assert [p["id"] for p in pages] == [p["id"] for p in full["papers"]]
     assert indexed.get(top["href"] + "?papers_offset=-1").status_code == 422

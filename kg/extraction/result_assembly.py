@@ -174,7 +174,7 @@ def _pair_respectively(results: list[Result], entities: list[Entity], abstract: 
 
 class _Resolver:
     """The entity a span of a result names: the paper's entity of that type that
-    covers it, else a node of its own (what the recogniser missed or mistyped)."""
+    covers it, else a node of its own (what the typer missed or mistyped)."""
 
     def __init__(
         self,

@@ -87,7 +87,7 @@ class ResultFinder:
     def _metric_token(self, tok: Token, metric_tokens: set[int], *, strict: bool = False) -> bool:
         """Whether a token can head a metric phrase.
 
-        ``strict`` ignores the recogniser's metric mentions, which are right more
+        ``strict`` ignores the typer's metric mentions, which are right more
         often next to a number than far from it.
         """
         if tok.text in self.acronyms or _AT_K.fullmatch(tok.text):
@@ -192,7 +192,7 @@ class ResultFinder:
             if measured is not None and measured.i < sent.end:
                 return self._phrase(doc, measured)
         # "18.3% on automated metrics": after "on" only a metric word, not a name the
-        # recogniser guessed (most "on X" after a number name a dataset)
+        # typer guessed (most "on X" after a number name a dataset)
         strict = i < sent.end and doc[i].lower_ == "on"
         if strict:
             i += 1
@@ -330,7 +330,7 @@ class ResultFinder:
 
     def __call__(self, doc: Doc) -> Doc:
         # The head word of each recognised metric mention, unless the mention holds a
-        # number ("MAE 6.22 year" is the recogniser's mistake, not a metric)
+        # number ("MAE 6.22 year" is the typer's mistake, not a metric)
         metric_tokens = {
             span.end - 1
             for span in doc.spans.get("kg_entities", [])

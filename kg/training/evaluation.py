@@ -399,19 +399,23 @@ def evaluate_scierc(
 ) -> dict[str, dict[str, float]]:
     """Exact-span micro P/R/F1 on a SciERC split, overall (``ALL``) and per type.
 
-    Layers: ``typed`` (default) scores every span of the statistical recogniser
-    with the type our rules give it (``doc.spans["kg_typed"]``: lexicon, then
-    head noun, then the recogniser's label); ``ner`` the recogniser's own labels;
-    ``entities`` every mention of every entity the extractor finally outputs
-    (after its precision filters, so recall on SciERC's broad notion of
-    "Material" and "Method" is low by design).
+    Layers: ``typed`` (default) scores every span of the shipped SciERC
+    recogniser with the type our rules give it (``doc.spans["kg_typed"]``:
+    lexicon, then head noun, then the recogniser's label); ``ner`` the
+    recogniser's own labels; ``entities`` every mention of every entity the
+    extractor finally outputs, as ingest runs it, without the recogniser (after
+    its precision filters, so recall on SciERC's broad notion of "Material" and
+    "Method" is low by design). A given ``extractor`` must have a recogniser for
+    the first two.
     """
     from kg.extraction import Extractor
-    from kg.extraction.extractor import NER_NAME
+    from kg.extraction.extractor import MODEL_DIR, NER_NAME
     from kg.training.recogniser import read_scierc, span_scores
 
     docs = read_scierc(path)
-    extractor = extractor or Extractor()
+    extractor = extractor or Extractor(model_dir=None if layer == "entities" else MODEL_DIR)
+    if layer in ("typed", "ner") and NER_NAME not in extractor.nlp.pipe_names:
+        raise ValueError(f"layer {layer!r} scores a recogniser's spans: the pipeline has none")
     gold = [(d.doc_key, s, e, t) for d in docs for s, e, t in set(d.entities) if t in SCIERC_TYPES]
     pred: set[tuple[str, int, int, str]] = set()
     if layer == "ner":

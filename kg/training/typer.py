@@ -152,12 +152,13 @@ def train_typer(
 ) -> TyperModel:
     """Train the typer on a gold file and write it to ``output`` (``kg train``).
 
-    ``model_dir`` is the recogniser whose spans are features (default: the shipped one).
+    ``model_dir``: a recogniser whose spans become candidates and features, for a
+    typer to run with it (default: none, as the shipped pipeline runs).
     """
-    from kg.extraction.extractor import MODEL_DIR, Extractor
+    from kg.extraction.extractor import Extractor
 
     rows = read_gold(gold_path, texts_paths)
-    nlp = Extractor(typer=None, model_dir=model_dir or MODEL_DIR).nlp
+    nlp = Extractor(typer=None, model_dir=model_dir).nlp
     feats, labels = featurise(nlp, rows)
     counts = {c: labels.count(i) for i, c in enumerate(CLASSES)}
     log(f"{len(rows)} gold abstracts, {len(feats)} candidate phrases: {counts}")
