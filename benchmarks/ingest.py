@@ -65,7 +65,7 @@ def _records(paths: list[str]) -> list:
 def step_bare(paths: list[str], processes: int, batch_size: int) -> dict:
     """Bare ``nlp.pipe`` of the extraction pipeline over the cleaned abstracts."""
     from benchmarks._proc import PeakSampler, tree_rss_mb
-    from kg.extraction.extractor import build_pipeline
+    from kg.extraction.pipeline import build_pipeline
     from kg.reading import latex
 
     texts = [latex.clean(r.abstract).text for r in _records(paths)]

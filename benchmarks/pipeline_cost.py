@@ -52,7 +52,7 @@ def main() -> int:
 
     import spacy
 
-    from kg.extraction.extractor import BASE_PIPELINE, EXCLUDE, build_pipeline
+    from kg.extraction.pipeline import BASE_PIPELINE, EXCLUDE, build_pipeline
     from kg.reading import latex
 
     nlp = build_pipeline()

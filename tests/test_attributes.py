@@ -6,7 +6,7 @@ import pytest
 import spacy
 
 from kg.extraction.attributes import IndexedAttributeRuler, MemoLemmatizer
-from kg.extraction.extractor import BASE_PIPELINE
+from kg.extraction.pipeline import BASE_PIPELINE
 from kg.reading.readers import read_paths
 from kg.resources import sample_corpus
 

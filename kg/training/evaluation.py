@@ -409,7 +409,7 @@ def evaluate_scierc(
     the first two.
     """
     from kg.extraction import Extractor
-    from kg.extraction.extractor import MODEL_DIR, NER_NAME
+    from kg.extraction.pipeline import MODEL_DIR, NER_NAME
     from kg.training.recogniser import read_scierc, span_scores
 
     docs = read_scierc(path)

