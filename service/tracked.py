@@ -140,10 +140,10 @@ class TrackedStore:
         finally:
             self._written()
 
-    def write_papers(self, papers: Any, *, new: bool = False) -> None:
+    def write_papers(self, papers: Any, *, new: bool = False, known_labels: Any = None) -> None:
         try:
             with self._gate.call():
-                self._store.write_papers(papers, new=new)
+                self._store.write_papers(papers, new=new, known_labels=known_labels)
         finally:
             self._written()
 

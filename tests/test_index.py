@@ -139,6 +139,13 @@ def scanned(store) -> dict[str, object]:  # noqa: ANN001
             {"type": "https://w3id.org/mlkg/ontology#Method", "prefix": "TR"},
         )
     }
+    labels = {
+        s["e"].value: s["l"].value
+        for s in store.query(
+            "SELECT ?e ?l WHERE { GRAPH ?g { ?e <http://www.w3.org/2004/02/skos/core#prefLabel> "
+            "?l } }"
+        )
+    }
     return {
         "per_entity": per_entity,
         "classes": classes,
@@ -147,6 +154,7 @@ def scanned(store) -> dict[str, object]:  # noqa: ANN001
         "claims_about": claims,
         "valued": valued,
         "prefix": prefix,
+        "labels": labels,
     }
 
 
@@ -178,6 +186,10 @@ def indexed(index) -> dict[str, object]:  # noqa: ANN001
         "claims_about": claims,
         "valued": set(valued),
         "prefix": {r[0] for r in prefix},
+        # what a write reads to merge labels instead of asking the store
+        "labels": index_read.preferred_labels(
+            index, (iri for (iri,) in db.execute("SELECT iri FROM entities"))
+        ),
     }
 
 
@@ -216,6 +228,28 @@ def test_index_equals_scans_after_random_writes(tmp_path: Path) -> None:
     from kg.store.index.db import Index
 
     assert indexed(Index(rebuilt)) == expected
+
+
+def test_a_write_merges_labels_alike_with_and_without_the_index(tmp_path: Path) -> None:
+    # With the index in step, a write takes the stored labels from it; the
+    # store must end up with exactly the quads the store's own lookups give.
+    rng = random.Random(7)
+    indexed = open_store(tmp_path / "indexed")
+    bare = open_store(tmp_path / "bare", index=False)
+    stored: set[str] = set()
+    for _ in range(12):
+        ids = list(dict.fromkeys(f"p{rng.randint(0, 30)}" for _ in range(rng.randint(1, 5))))
+        quads = [map_paper(paper(rng, i)) for i in ids]
+        for store in (indexed, bare):
+            fresh = [q for q in quads if q.paper_id not in stored]
+            again = [q for q in quads if q.paper_id in stored]
+            if fresh:
+                store.write_papers(fresh, new=True)
+            if again:
+                store.write_papers(again)
+        stored.update(ids)
+    assert index_of(indexed) is not None
+    assert set(indexed.raw) == set(bare.raw)
 
 
 def test_search_ranks_by_bm25_and_follows_deletes(tmp_path: Path) -> None:

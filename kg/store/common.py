@@ -77,9 +77,17 @@ class GraphStore(Protocol):
         """The ``skos:prefLabel`` of each of these entities that has one."""
         ...
 
-    def write_papers(self, papers: Sequence[PaperQuads], *, new: bool = False) -> None:
+    def write_papers(
+        self,
+        papers: Sequence[PaperQuads],
+        *,
+        new: bool = False,
+        known_labels: Mapping[str, str] | None = None,
+    ) -> None:
         """Write (replace) these papers' graphs. ``new``: none of them is stored yet,
-        so the bulk loader may be used."""
+        so the bulk loader may be used. ``known_labels``: the preferred labels the
+        store holds for these papers' entities, when the caller has them from a read
+        model in step with the store (else the store is asked)."""
         ...
 
     def delete_paper(self, paper_id: str) -> bool:
@@ -170,13 +178,16 @@ def data_update(remove: Sequence[Quad], add: Sequence[Quad]) -> str:
     return " ;\n".join(parts)
 
 
-def merge_labels(store: GraphStore, papers: Sequence[PaperQuads]) -> list[Quad]:
+def merge_labels(
+    store: GraphStore, papers: Sequence[PaperQuads], known: Mapping[str, str] | None = None
+) -> list[Quad]:
     """The label quads these papers add: a ``skos:prefLabel`` for each entity that has
-    none yet, and an alias for each known entity a paper names differently."""
+    none yet, and an alias for each known entity a paper names differently.
+    ``known``: the stored preferred labels of their entities, if the caller has them."""
     from kg.mapping.papers import label_quads  # only writers need the mapping
 
     wanted = {iri for p in papers for iri in p.labels}
-    known = store.preferred_labels(wanted)
+    known = dict(known) if known is not None else store.preferred_labels(wanted)
     out: list[Quad] = []
     for paper in papers:
         fresh = {iri for iri in paper.labels if iri not in known}

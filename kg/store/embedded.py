@@ -17,7 +17,7 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 
@@ -265,10 +265,16 @@ class EmbeddedStore:
                 break
         return found
 
-    def write_papers(self, papers: Sequence[PaperQuads], *, new: bool = False) -> None:
+    def write_papers(
+        self,
+        papers: Sequence[PaperQuads],
+        *,
+        new: bool = False,
+        known_labels: Mapping[str, str] | None = None,
+    ) -> None:
         self._check_writable()
         entity_quads = [q for p in papers for q in p.entities]
-        entity_quads.extend(merge_labels(self, papers))
+        entity_quads.extend(merge_labels(self, papers, known_labels))
         markers = [q for p in papers for q in p.paper if q.predicate == KG.contentHash]
         body = [q for p in papers for q in p.paper if q.predicate != KG.contentHash]
         if new and any(self._store.contains_named_graph(p.graph) for p in papers):

@@ -41,7 +41,7 @@ Writes
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cache
 from typing import IO
 
@@ -81,6 +81,7 @@ _ACCEPT_QUERY = "application/sparql-results+json, application/n-triples;q=0.9"
 _NTRIPLES = "application/n-triples"
 _NQUADS = "application/n-quads"
 _BATCH = 400
+Labels = Mapping[str, str] | None  # the known preferred labels a writer may pass
 """Rows per VALUES block in internal look-ups: keeps each request small."""
 
 
@@ -225,14 +226,14 @@ class RemoteStore:
                 found.setdefault(solution["entity"].value, solution["label"].value)
         return found
 
-    def write_papers(self, papers: Sequence[PaperQuads], *, new: bool = False) -> None:
+    def write_papers(
+        self, papers: Sequence[PaperQuads], *, new: bool = False, known_labels: Labels = None
+    ) -> None:
         """Merge entity triples (one POST), then replace each paper graph (one PUT each).
-
-        ``new`` changes nothing here: a PUT is already the server's cheapest write.
-        """
+        ``new`` changes nothing here: a PUT is already the server's cheapest write."""
         self._check_writable()
         entity_quads = [q for p in papers for q in p.entities]
-        entity_quads.extend(merge_labels(self, papers))
+        entity_quads.extend(merge_labels(self, papers, known_labels))
         if entity_quads:
             self._post_graph(ENTITIES_GRAPH, [q.triple for q in entity_quads])
         for paper in papers:

@@ -119,12 +119,25 @@ class IndexedStore:
         """The wrapped store."""
         return self._store
 
-    def write_papers(self, papers: Sequence[PaperQuads], *, new: bool = False) -> None:
-        """Write the papers, then their index rows (one transaction each)."""
+    def write_papers(
+        self,
+        papers: Sequence[PaperQuads],
+        *,
+        new: bool = False,
+        known_labels: Mapping[str, str] | None = None,
+    ) -> None:
+        """Write the papers, then their index rows (one transaction each).
+
+        The labels the store already has for the papers' entities come from the
+        index when it is in step: one indexed read instead of a point lookup in
+        the store per entity, which grew with the store (BENCHMARKS.md)."""
         rows = [paper_row(p.paper_id, paper_iri(p.paper_id).value, p.paper) for p in papers]
         infos = write_infos(papers)
+        if known_labels is None and self.index.usable:
+            known_labels = ix.preferred_labels(self.index, (i for p in papers for i in p.labels))
         self._follow(
-            lambda: self._store.write_papers(papers, new=new), lambda: self.index.write(rows, infos)
+            lambda: self._store.write_papers(papers, new=new, known_labels=known_labels),
+            lambda: self.index.write(rows, infos),
         )
 
     def delete_paper(self, paper_id: str) -> bool:

@@ -11,7 +11,7 @@ import re
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,6 +51,23 @@ def entity_papers_count(index: Index, iri: str) -> int:
     """How many papers link the entity."""
     row = index.reader().execute("SELECT papers FROM entities WHERE iri=?", (iri,)).fetchone()
     return int(row[0]) if row else 0
+
+
+def preferred_labels(index: Index, iris: Iterable[str]) -> dict[str, str]:
+    """The preferred label of each of these entities that has one (what the store's
+    ``skos:prefLabel`` says, while the index is in step with it)."""
+    found: dict[str, str] = {}
+    wanted = sorted(set(iris))
+    for at in range(0, len(wanted), 500):  # under SQLite's bound-parameter limit
+        chunk = wanted[at : at + 500]
+        found.update(
+            index.reader().execute(
+                f"SELECT iri, label FROM entities WHERE iri IN ({_marks(chunk)}) "
+                "AND label IS NOT NULL",
+                chunk,
+            )
+        )
+    return found
 
 
 def papers(index: Index, limit: int, offset: int) -> tuple[int, list[tuple[str, str, str | None]]]:
