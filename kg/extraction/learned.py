@@ -23,7 +23,7 @@ from spacy.tokens import Doc, Span
 
 from kg import schema
 from kg.extraction.canonical import canonical_key, expand_acronym, is_acronym, word_list
-from kg.extraction.spans import ENUMERATOR, LEADING_DROP, TRAILING_DROP, name_run
+from kg.extraction.spans import ENUMERATOR, LEADING_DROP, TRAILING_DROP, has_letter, name_run
 
 # O, the entity types in kg.schema's order, and the paper's own proposals; the
 # order is the weight matrix's column order.
@@ -134,7 +134,7 @@ def context(doc: Doc) -> _Context:
         # is_acronym needs an upper-case letter after the first character.
         ctx.acronym.append(text[1:].lower() != text[1:] and is_acronym(text))
         ctx.digit.append(not plain and any(c.isdigit() for c in text))
-        ctx.alpha.append(plain or any(c.isalpha() for c in text))
+        ctx.alpha.append(plain or has_letter(text))
         ctx.idx.append(tok.idx)
         if lemma in _PROPOSE_LEMMAS and pos == "VERB":
             propose_verbs.add(tok.i)

@@ -30,7 +30,7 @@ from spacy.util import registry
 
 from kg.extraction.result_datasets import declared, find_dataset, shared_datasets
 from kg.extraction.result_roles import Roles
-from kg.extraction.spans import LEADING_DROP
+from kg.extraction.spans import LEADING_DROP, has_letter
 from kg.extraction.values import BARE_NUMBER, find_values
 
 if not Doc.has_extension("kg_results"):
@@ -140,7 +140,7 @@ class ResultFinder:
                 or doc[start].lower_ in self.metric_drop  # "state-of-the-art FID", "50-step FID"
                 or doc[start].text[:1].isdigit()
                 # "~5x compute", "7.8%-25% training time": no name starts without a letter
-                or not any(c.isalpha() for c in doc[start].text)
+                or not has_letter(doc[start].text)
                 # "greater stability", "10× smaller index size": a comparison states the result
                 or doc[start].tag_ in ("JJR", "RBR")
             )

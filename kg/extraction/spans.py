@@ -49,6 +49,12 @@ def head_token(span: Span) -> Token:
     return span[-1]
 
 
+def has_letter(text: str) -> bool:
+    """Whether a token has a letter: no entity or metric phrase starts with one that
+    has none ("~5x compute", "≥ 99% accuracy"), and no name is made of them."""
+    return any(c.isalpha() for c in text)
+
+
 def trim_span(span: Span) -> Span | None:
     """Drop leading determiners / evaluative adjectives and trailing punctuation."""
     start, end = span.start, span.end
@@ -61,7 +67,7 @@ def trim_span(span: Span) -> Span | None:
         or doc[start].pos_ in ("NUM", "ADV")
         or doc[start].tag_ == "POS"
         or doc[start].tag_ in ("JJR", "JJS", "RBR", "RBS")
-        or not any(c.isalpha() for c in doc[start].text)  # "~5x compute", "≥ 99% accuracy"
+        or not has_letter(doc[start].text)  # "~5x compute", "≥ 99% accuracy"
     ):
         start += 1
     while end > start and (doc[end - 1].text in TRAILING_DROP or doc[end - 1].is_space):
@@ -87,7 +93,7 @@ STOP_AT = frozenset(["that", "which", "who", "where", "to", ",", ";", ":", ".", 
 def is_name_token(token: Token) -> bool:
     """Whether a token looks like part of a name: GRPO, UniCon, PFT3A, Octax."""
     text = token.text
-    if not any(c.isalpha() for c in text):
+    if not has_letter(text):
         return False
     if is_acronym(text) or (any(c.isdigit() for c in text) and any(c.isupper() for c in text)):
         return True
