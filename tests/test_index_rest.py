@@ -346,9 +346,16 @@ def test_text_ranking_is_bounded_and_pages_cover_every_match(
     assert {p["id"] for p in full["items"]} == set(expected)
 
 
-def test_entity_search_ranks_like_one_sort_over_every_match(both: tuple) -> None:
+@pytest.mark.parametrize("rows_per_entity", [4, 1])
+def test_entity_search_ranks_like_one_sort_over_every_match(
+    both: tuple, rows_per_entity: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same ranking whether the first rows read were enough or every
+    matching row had to be read (one row per entity wanted is too few
+    whenever a name repeats)."""
     from kg.store.index import read as ix
 
+    monkeypatch.setattr(ix, "ROWS_PER_ENTITY", rows_per_entity)
     indexed, _scanning = both
     index = indexed.app.state.store.search_index()
     db = index.reader()

@@ -209,9 +209,9 @@ def text_papers(
     among the newest :data:`RANK_WINDOW` matches, then the older ones newest
     first (all of them by BM25 when there are no more than the window)."""
     db = index.reader()
-    total = db.execute(
-        "SELECT count(*) FROM papers_fts WHERE papers_fts MATCH ?", (match,)
-    ).fetchone()[0]
+    # The count from the query's kept hit bitmap: counting the FTS matches
+    # walks every one of them each time (6 ms for "diffusion" at 100k papers).
+    total = int.from_bytes(text_hits(db, match), "little").bit_count()
     window = min(total, RANK_WINDOW)
     rows: list[Any] = []
     if offset < window:
@@ -286,23 +286,60 @@ def search_entities(index: Index, text: str, limit: int) -> list[dict[str, Any]]
     for names, args in kinds:
         if len(found) >= limit:
             break
-        seen = [item["eid"] for item in found]
-        # Trigram hits are candidates: instr() checks the substring itself.
-        rows = db.execute(
-            "SELECT e.eid, e.iri, e.type, e.label, e.papers, m.name FROM (SELECT eid, name, "
-            "length(name) AS len, row_number() OVER (PARTITION BY eid ORDER BY length(name), "
-            f"name) AS r FROM ({names}) WHERE instr(lname, ?) > 0 AND eid NOT IN "
-            f"({_marks(seen)})) m CROSS JOIN entities e ON e.eid = m.eid "
-            "WHERE m.r = 1 AND e.papers > 0 ORDER BY e.papers DESC, m.len, e.iri LIMIT ?",
-            (*args, low, *seen, limit - len(found)),
-        ).fetchall()
-        found += [
-            {"eid": eid, "iri": iri, "type": t, "label": label, "papers": n, "matched": name}
-            for eid, iri, t, label, n, name in rows
-        ]
+        found += _best_entities(
+            db, names, args, low, [item["eid"] for item in found], limit - len(found)
+        )
     for item in found:
         del item["eid"]
     return found
+
+
+ROWS_PER_ENTITY = 4
+"""(entity, name) rows :func:`_best_entities` reads per entity wanted before it
+reads them all."""
+
+
+def _best_entities(
+    db: sqlite3.Connection,
+    names: str,
+    args: tuple[Any, ...],
+    low: str,
+    seen: list[int],
+    wanted: int,
+) -> list[dict[str, Any]]:
+    """The ``wanted`` entities with papers, not in ``seen``, whose names from
+    ``names`` contain ``low``: most papers, then the shortest matching name,
+    then IRI first; each with its shortest matching name.
+
+    Rows are (entity, name) pairs sorted by the entities' order and then by
+    name length, so an entity's first row carries its shortest name, and
+    entities in order of first rows are in the order wanted. A SQL window
+    picking each entity's shortest name first cost twice the whole query
+    (14 against 6 ms for 3,300 prefix matches at 100k papers); a few rows
+    per entity are read instead, and all of them only if that was too few."""
+    sql = (
+        f"SELECT e.eid, e.iri, e.type, e.label, e.papers, m.name FROM ({names}) m "
+        "CROSS JOIN entities e ON e.eid = m.eid WHERE instr(m.lname, ?) > 0 AND e.papers > 0 "
+        f"AND m.eid NOT IN ({_marks(seen)}) "
+        "ORDER BY e.papers DESC, length(m.name), e.iri, m.name LIMIT ?"
+    )
+    budget = wanted * ROWS_PER_ENTITY
+    while True:
+        rows = db.execute(sql, (*args, low, *seen, budget)).fetchall()
+        found: dict[int, dict[str, Any]] = {}
+        for eid, iri, t, label, n, name in rows:
+            if eid not in found:
+                found[eid] = {
+                    "eid": eid,
+                    "iri": iri,
+                    "type": t,
+                    "label": label,
+                    "papers": n,
+                    "matched": name,
+                }
+        if len(found) >= wanted or len(rows) < budget or budget < 0:
+            return list(found.values())[:wanted]
+        budget = -1  # no limit: every matching row
 
 
 SORT_ALWAYS = 5_000

@@ -38,15 +38,18 @@ def search(index: Index, text: str, limit: int = 20) -> list[dict[str, Any]]:
                 "papers": e["papers"],
             }
         )
-    db = index.reader()
-    for iri, pid, _title in ix.search_papers(index, text, limit):
-        if not exact or pid != text:
-            row = db.execute(
-                "SELECT p.title, substr(f.abstract, 1, 200) FROM papers p JOIN "
-                "papers_fts f ON f.rowid = p.pid WHERE p.id = ?",
-                (pid,),
-            ).fetchone()
-            found.append((iri, pid, row[0], row[1], 0))
+    ranked = [(iri, pid) for iri, pid, _title in ix.search_papers(index, text, limit)]
+    ranked = [(iri, pid) for iri, pid in ranked if not exact or pid != text]
+    # One read for every paper's snippet, not one per paper.
+    snippets = {
+        pid: (title, snippet)
+        for pid, title, snippet in index.reader().execute(
+            "SELECT p.id, p.title, substr(f.abstract, 1, 200) FROM papers p JOIN papers_fts f "
+            f"ON f.rowid = p.pid WHERE p.id IN ({','.join('?' * len(ranked))})",
+            [pid for _iri, pid in ranked],
+        )
+    }
+    found += [(iri, pid, *snippets[pid], 0) for iri, pid in ranked if pid in snippets]
     papers = [
         {
             "iri": iri,
