@@ -149,6 +149,39 @@ def test_resolution_is_a_function_of_the_evidence() -> None:
     assert resolve(list(reversed(surfaces)), [("p1", "RL", "reinforcement learning")]) == r
 
 
+def test_a_dataset_is_a_proper_name() -> None:
+    """A node most papers type as a dataset is none when its own names say it
+    names no resource: an acronym defined as a common noun phrase, or as a
+    technique; named resources (``GPQA benchmark``, ``SWE-bench``) stay."""
+
+    def s(paper: str, type_name: str, label: str, conf: float = 0.7) -> Surface:
+        key = canonical_key(label)
+        return Surface(
+            paper, f"{paper}/surface/{type_name.lower()}/{key}", type_name, key, label, conf
+        )
+
+    # Bare uses outnumber the definitions, so each acronym keeps its own node.
+    surfaces = [s(f"g{i}", "Dataset", "GUI") for i in range(8)] + [s("g8", "Method", "GUI", 0.5)]
+    surfaces += [s(f"d{i}", "Dataset", "DAPO") for i in range(8)] + [s("d8", "Method", "DAPO")]
+    surfaces += [s(f"q{i}", "Dataset", "GPQA") for i in range(3)] + [s("q3", "Method", "GPQA")]
+    surfaces += [s("q4", "Dataset", "GPQA benchmark"), s("w1", "Dataset", "SWE-bench")]
+    surfaces += [s("c1", "Dataset", "whole slide image")]
+    definitions = [
+        ("g0", "GUI", "graphical user interface"),
+        ("d0", "DAPO", "Dynamic sAmpling Policy Optimization"),
+        ("q0", "GPQA", "Graduate-level Google-Proof Q&A"),
+    ]
+    r = resolve(surfaces, definitions)
+    assert r.targets["g1/surface/dataset/gui"].type == "Method"  # the other type the papers gave
+    assert r.targets["d1/surface/dataset/dapo"].type == "Method"
+    assert r.targets["c1/surface/dataset/whole-slide-image"].type == "Task"  # no other: a concept
+    assert r.targets["q1/surface/dataset/gpqa"].type == "Dataset"
+    assert r.targets["q4/surface/dataset/gpqa-benchmark"].type == "Dataset"
+    assert r.targets["w1/surface/dataset/swebench"].type == "Dataset"
+    # Without the definitions the votes decide, as before.
+    assert resolve(surfaces, []).targets["g1/surface/dataset/gui"].type == "Dataset"
+
+
 def test_rl_merges_across_papers_and_glue_resolves(tmp_path: Path) -> None:
     store = open_store(tmp_path / "s")
     ingest(store, A, B, C, D_)

@@ -25,6 +25,7 @@ removed or reduced to their head before a paper is mapped
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -255,7 +256,11 @@ def resolve(surfaces: Iterable[Surface], definitions: Iterable[tuple[str, str, s
     for s in surfaces:
         if _acronym_shaped(s.label):
             bare[_short(s.label)].add(s.paper)
+    definitions = list(definitions)
     acronyms = corpus_acronyms(definitions, bare)
+    defined: dict[str, set[str]] = defaultdict(set)  # short form → long forms as written
+    for _paper, short, written in definitions:
+        defined[_short(short)].add(written)
     keys = {s.key for s in surfaces}
     votes_by_key: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for s in surfaces:
@@ -308,6 +313,7 @@ def resolve(surfaces: Iterable[Surface], definitions: Iterable[tuple[str, str, s
             # language processing") is its head's type, whatever a sentence made of it.
             instead = _METHOD if any(is_model_name(s.label) for s in group) else None
             instead = instead or activity_heads().get(key.rsplit("-", 1)[-1])
+            instead = instead or _not_a_resource(group, defined, votes)
             if instead is not None:
                 votes[instead] = votes.get(instead, 0.0) + votes.pop(_DATASET)
         node.type = min(
@@ -328,6 +334,44 @@ def resolve(surfaces: Iterable[Surface], definitions: Iterable[tuple[str, str, s
     for node in by_key.values():
         node.names.discard(node.label)
     return Resolution(targets, {n.iri: n for n in by_key.values()})
+
+
+def _common_phrase(text: str) -> bool:
+    """Whether a phrase is written as a common noun phrase ("graphical user
+    interfaces", "AI-generated content"): two lower-case words at least, the
+    head among them, no other word but acronyms, and no container head ("GPQA
+    benchmark" names a resource)."""
+    words = [w for w in re.split(r"[\s\-]+", text.strip()) if w]
+    return (
+        sum(w.islower() for w in words) >= 2
+        and words[-1].isalpha()
+        and words[-1].islower()
+        and words[-1] not in word_set("container_suffixes")
+        and all(w.islower() or is_acronym(w) for w in words)
+    )
+
+
+def _not_a_resource(
+    group: list[Surface], defined: dict[str, set[str]], votes: dict[str, float]
+) -> str | None:
+    """The type a node some papers type as a dataset has instead, when its own
+    names say it is no named resource: a paper writes it, or defines its
+    acronym, as a common noun phrase ("GUIs (graphical user interfaces)"), or
+    defines its acronym as an activity ("DAPO (Dynamic sAmpling Policy
+    Optimization)"). A dataset's name is a proper name. The type is the best
+    of the others the papers gave, else the phrase's head's, else Task."""
+    longs = {
+        long for s in group if _acronym_shaped(s.label) for long in defined.get(_short(s.label), ())
+    }
+    heads = {canonical_key(long).rsplit("-", 1)[-1] for long in longs}
+    kinds = [activity_heads().get(h) for h in sorted(heads)]
+    common = any(_common_phrase(t) for t in longs | {s.label for s in group})
+    if not common and not any(kinds):
+        return None
+    others = {t: v for t, v in votes.items() if t != _DATASET}
+    if others:
+        return min(others, key=lambda t: (-round(others[t], 6), _TYPE_ORDER[t]))
+    return next((k for k in kinds if k), _TASK)
 
 
 def _label(key: str, group: list[Surface], derived: set[str]) -> str:

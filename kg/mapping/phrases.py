@@ -48,11 +48,16 @@ def model_families() -> frozenset[str]:
 @cache
 def activity_heads() -> dict[str, str]:
     """Head words that name an activity or a technique (``learning``, ``attention``,
-    ``processing``) → that type: a phrase with such a head is never a dataset."""
+    ``processing``, ``optimization``) → that type: a phrase with such a head is
+    never a dataset."""
     path = resources.files("kg.extraction") / "patterns" / "heads.jsonl"
     rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
     heads = {r["head"]: r["type"] for r in rows if r["type"] in ("Task", "Method")}
-    return heads | {h: "Task" for h in words("activity_heads")}
+    return (
+        heads
+        | {h: "Task" for h in words("activity_heads")}
+        | {h: "Method" for h in words("technique_heads")}
+    )
 
 
 _SIZE = re.compile(r"^\d+(?:\.\d+)?[bBmM]$")  # 7B, 1.5B, 350M (not ImageNet-1K)
