@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kg.read.labels import clean_text, local_name, paper_label
@@ -40,15 +41,19 @@ def search(index: Index, text: str, limit: int = 20) -> list[dict[str, Any]]:
         )
     ranked = [(iri, pid) for iri, pid, _title in ix.search_papers(index, text, limit)]
     ranked = [(iri, pid) for iri, pid in ranked if not exact or pid != text]
-    # One read for every paper's snippet, not one per paper.
-    snippets = {
-        pid: (title, snippet)
-        for pid, title, snippet in index.reader().execute(
-            "SELECT p.id, p.title, substr(f.abstract, 1, 200) FROM papers p JOIN papers_fts f "
-            f"ON f.rowid = p.pid WHERE p.id IN ({','.join('?' * len(ranked))})",
+    # One read for every paper's snippet, as one row: a row each hands the GIL
+    # over per row, and under concurrent requests each hand-back can wait.
+    (listed,) = (
+        index.reader()
+        .execute(
+            "SELECT json_group_array(json_array(p.id, p.title, substr(f.abstract, 1, 200))) "
+            "FROM papers p JOIN papers_fts f ON f.rowid = p.pid "
+            f"WHERE p.id IN ({','.join('?' * len(ranked))})",
             [pid for _iri, pid in ranked],
         )
-    }
+        .fetchone()
+    )
+    snippets = {pid: (title, snippet) for pid, title, snippet in json.loads(listed)}
     found += [(iri, pid, *snippets[pid], 0) for iri, pid in ranked if pid in snippets]
     papers = [
         {
