@@ -353,7 +353,7 @@ def test_entity_search_ranks_like_one_sort_over_every_match(
     """The same ranking whether the first rows read were enough or every
     matching row had to be read (one row per entity wanted is too few
     whenever a name repeats)."""
-    from kg.store.index import read as ix
+    from kg.store.index import search as ix
 
     monkeypatch.setattr(ix, "ROWS_PER_ENTITY", rows_per_entity)
     indexed, _scanning = both

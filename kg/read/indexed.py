@@ -19,6 +19,7 @@ from kg.read.resolve import key_guesses, resolve_entity
 from kg.store.common import GraphStore
 from kg.store.index import Index
 from kg.store.index import read as ix
+from kg.store.index.search import search_entities
 from kg.vocab import KG, entity_iri
 
 
@@ -73,7 +74,7 @@ def search(index: Index, text: str, limit: int) -> dict[str, Any]:
             "papers": e["papers"],
             "matched": e["matched"],
         }
-        for e in ix.search_entities(index, text, limit)
+        for e in search_entities(index, text, limit)
     ]
     papers = [_summary(r) for r in ix.search_papers(index, text, limit)]
     return {"q": text, "entities": entities, "papers": papers}

@@ -19,7 +19,7 @@ import numpy as np
 from kg.store.index.db import Index, version
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_TOP = "\U0010ffff"  # sorts after every character: the end of a prefix range
+PREFIX_END = "\U0010ffff"  # sorts after every character: the end of a prefix range
 
 
 def fts_query(text: str) -> str | None:
@@ -191,7 +191,8 @@ def text_hits(db: sqlite3.Connection, match: str) -> bytes:
     if bits is not None:
         found.move_to_end(match)
         return bits
-    # One row (see _best_entities) and numpy, not a Python loop over the matches.
+    # One row (see kg.store.index.search._best_entities) and numpy, not a
+    # Python loop over the matches.
     (listed,) = db.execute(
         "SELECT group_concat(rowid) FROM papers_fts WHERE papers_fts MATCH ?", (match,)
     ).fetchone()
@@ -264,91 +265,6 @@ def search_papers(index: Index, text: str, limit: int) -> list[tuple[str, str, s
     return filtered_papers(index, [], text, limit, 0)[1]
 
 
-def search_entities(index: Index, text: str, limit: int) -> list[dict[str, Any]]:
-    """Entities with papers whose label or an alias contains ``text`` (any
-    case): exact matches first, then prefix matches, then others; most papers
-    first among equals, then shorter names.
-
-    Each kind of match is one ranked, limited SQL query, asked only while the
-    page is not full: a later kind is reached only when every entity with
-    papers of the earlier kinds is on the page, so an entity never shows twice
-    and a common prefix does not read the substring matches."""
-    low = text.lower()
-    db = index.reader()
-    if len(low) >= 3:
-        phrase = '"' + low.replace('"', '""') + '"'
-        substring = ("SELECT eid, name, lname FROM names_tri WHERE names_tri MATCH ?", (phrase,))
-    else:
-        substring = ("SELECT eid, name, lname FROM names WHERE instr(lname, ?) > 0", (low,))
-    kinds = (
-        ("SELECT eid, name, lname FROM names WHERE lname = ?", (low,)),
-        ("SELECT eid, name, lname FROM names WHERE lname >= ? AND lname < ?", (low, low + _TOP)),
-        substring,
-    )
-    found: list[dict[str, Any]] = []
-    for names, args in kinds:
-        if len(found) >= limit:
-            break
-        found += _best_entities(
-            db, names, args, low, [item["eid"] for item in found], limit - len(found)
-        )
-    for item in found:
-        del item["eid"]
-    return found
-
-
-ROWS_PER_ENTITY = 4
-"""(entity, name) rows :func:`_best_entities` reads per entity wanted before it
-reads them all."""
-
-
-def _best_entities(
-    db: sqlite3.Connection,
-    names: str,
-    args: tuple[Any, ...],
-    low: str,
-    seen: list[int],
-    wanted: int,
-) -> list[dict[str, Any]]:
-    """The ``wanted`` entities with papers, not in ``seen``, whose names from
-    ``names`` contain ``low``: most papers, then the shortest matching name,
-    then IRI first; each with its shortest matching name.
-
-    Rows are (entity, name) pairs sorted by the entities' order and then by
-    name length, so an entity's first row carries its shortest name, and
-    entities in order of first rows are in the order wanted. A SQL window
-    picking each entity's shortest name first cost twice the whole query
-    (14 against 6 ms for 3,300 prefix matches at 100k papers); a few rows
-    per entity are read instead, and all of them only if that was too few."""
-    # The rows come as one JSON value: a row each hands the GIL over per row,
-    # and under concurrent requests each hand-back can wait a switch interval.
-    sql = (
-        "SELECT json_group_array(json_array(eid, iri, type, label, papers, name)) FROM ("
-        f"SELECT e.eid, e.iri, e.type, e.label, e.papers, m.name FROM ({names}) m "
-        "CROSS JOIN entities e ON e.eid = m.eid WHERE instr(m.lname, ?) > 0 AND e.papers > 0 "
-        f"AND m.eid NOT IN ({_marks(seen)}) "
-        "ORDER BY e.papers DESC, length(m.name), e.iri, m.name LIMIT ?)"
-    )
-    budget = wanted * ROWS_PER_ENTITY
-    while True:
-        (listed,) = db.execute(sql, (*args, low, *seen, budget)).fetchone()
-        rows = json.loads(listed)
-        found: dict[int, dict[str, Any]] = {}
-        for eid, iri, t, label, n, name in rows:
-            if eid not in found:
-                found[eid] = {
-                    "eid": eid,
-                    "iri": iri,
-                    "type": t,
-                    "label": label,
-                    "papers": n,
-                    "matched": name,
-                }
-        if len(found) >= wanted or len(rows) < budget or budget < 0:
-            return list(found.values())[:wanted]
-        budget = -1  # no limit: every matching row
-
-
 SORT_ALWAYS = 5_000
 """Prefix matches up to this many are sorted rather than found by a rank walk."""
 
@@ -373,7 +289,7 @@ def ranked_entities(
         # (type, name) rows; the few entities without papers any more (after
         # deletes) are found at the tail of entities_rank and taken away.
         named = "SELECT eid FROM type_names WHERE type = ? AND lname >= ? AND lname < ?"
-        args: tuple[Any, ...] = (type_name, low, low + _TOP)
+        args: tuple[Any, ...] = (type_name, low, low + PREFIX_END)
         total = db.execute(f"SELECT count(DISTINCT eid) FROM ({named})", args).fetchone()[0]
         total -= db.execute(
             "SELECT count(*) FROM entities INDEXED BY entities_rank WHERE type = ? "
@@ -382,7 +298,7 @@ def ranked_entities(
         ).fetchone()[0]
     else:  # an index file from before type_names, opened read-only
         named = "SELECT eid FROM names WHERE lname >= ? AND lname < ? AND ? IS NOT NULL"
-        args = (low, low + _TOP, type_name)
+        args = (low, low + PREFIX_END, type_name)
         total = db.execute(
             f"SELECT count(*) FROM (SELECT DISTINCT eid FROM ({named})) n CROSS JOIN entities e "
             "ON e.eid = n.eid WHERE e.type = ? AND e.papers > 0",

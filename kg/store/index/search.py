@@ -1,20 +1,23 @@
-"""The explorer's search box answered from the index (see :func:`search`)."""
+"""Search by name from the index: entities whose names contain a text
+(:func:`search_entities`, ``GET /search``) and the explorer's search box
+(:func:`search`)."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any
 
 from kg.read.labels import clean_text, local_name, paper_label
+from kg.store.index import read as ix
 from kg.store.index.db import Index
+from kg.store.index.read import PREFIX_END
 
 
 def search(index: Index, text: str, limit: int = 20) -> list[dict[str, Any]]:
     """The explorer's search from the index: a paper whose id is ``text`` first,
     then entities whose names contain it (exact names first, most papers
     first), then papers by BM25 — the shape of :func:`kg.graphview.search`."""
-    from kg.store.index import read as ix
-
     text = text.strip()
     if not text:
         return []
@@ -29,7 +32,7 @@ def search(index: Index, text: str, limit: int = 20) -> list[dict[str, Any]]:
         .fetchall()
     )
     found = [(iri, pid, title, snippet, 1) for iri, pid, title, snippet in exact]
-    for e in ix.search_entities(index, text, limit):
+    for e in search_entities(index, text, limit):
         out.append(
             {
                 "iri": e["iri"],
@@ -66,3 +69,91 @@ def search(index: Index, text: str, limit: int = 20) -> list[dict[str, Any]]:
         for iri, pid, title, snippet, _exact in found
     ]
     return (papers[: len(exact)] + out + papers[len(exact) :])[:limit]
+
+
+def search_entities(index: Index, text: str, limit: int) -> list[dict[str, Any]]:
+    """Entities with papers whose label or an alias contains ``text`` (any
+    case): exact matches first, then prefix matches, then others; most papers
+    first among equals, then shorter names.
+
+    Each kind of match is one ranked, limited SQL query, asked only while the
+    page is not full: a later kind is reached only when every entity with
+    papers of the earlier kinds is on the page, so an entity never shows twice
+    and a common prefix does not read the substring matches."""
+    low = text.lower()
+    db = index.reader()
+    if len(low) >= 3:
+        phrase = '"' + low.replace('"', '""') + '"'
+        substring = ("SELECT eid, name, lname FROM names_tri WHERE names_tri MATCH ?", (phrase,))
+    else:
+        substring = ("SELECT eid, name, lname FROM names WHERE instr(lname, ?) > 0", (low,))
+    kinds = (
+        ("SELECT eid, name, lname FROM names WHERE lname = ?", (low,)),
+        (
+            "SELECT eid, name, lname FROM names WHERE lname >= ? AND lname < ?",
+            (low, low + PREFIX_END),
+        ),
+        substring,
+    )
+    found: list[dict[str, Any]] = []
+    for names, args in kinds:
+        if len(found) >= limit:
+            break
+        found += _best_entities(
+            db, names, args, low, [item["eid"] for item in found], limit - len(found)
+        )
+    for item in found:
+        del item["eid"]
+    return found
+
+
+ROWS_PER_ENTITY = 4
+"""(entity, name) rows :func:`_best_entities` reads per entity wanted before it
+reads them all."""
+
+
+def _best_entities(
+    db: sqlite3.Connection,
+    names: str,
+    args: tuple[Any, ...],
+    low: str,
+    seen: list[int],
+    wanted: int,
+) -> list[dict[str, Any]]:
+    """The ``wanted`` entities with papers, not in ``seen``, whose names from
+    ``names`` contain ``low``: most papers, then the shortest matching name,
+    then IRI first; each with its shortest matching name.
+
+    Rows are (entity, name) pairs sorted by the entities' order and then by
+    name length, so an entity's first row carries its shortest name, and
+    entities in order of first rows are in the order wanted. A SQL window
+    picking each entity's shortest name first cost twice the whole query
+    (14 against 6 ms for 3,300 prefix matches at 100k papers); a few rows
+    per entity are read instead, and all of them only if that was too few."""
+    # The rows come as one JSON value: a row each hands the GIL over per row,
+    # and under concurrent requests each hand-back can wait a switch interval.
+    sql = (
+        "SELECT json_group_array(json_array(eid, iri, type, label, papers, name)) FROM ("
+        f"SELECT e.eid, e.iri, e.type, e.label, e.papers, m.name FROM ({names}) m "
+        "CROSS JOIN entities e ON e.eid = m.eid WHERE instr(m.lname, ?) > 0 AND e.papers > 0 "
+        f"AND m.eid NOT IN ({','.join('?' * len(seen))}) "
+        "ORDER BY e.papers DESC, length(m.name), e.iri, m.name LIMIT ?)"
+    )
+    budget = wanted * ROWS_PER_ENTITY
+    while True:
+        (listed,) = db.execute(sql, (*args, low, *seen, budget)).fetchone()
+        rows = json.loads(listed)
+        found: dict[int, dict[str, Any]] = {}
+        for eid, iri, t, label, n, name in rows:
+            if eid not in found:
+                found[eid] = {
+                    "eid": eid,
+                    "iri": iri,
+                    "type": t,
+                    "label": label,
+                    "papers": n,
+                    "matched": name,
+                }
+        if len(found) >= wanted or len(rows) < budget or budget < 0:
+            return list(found.values())[:wanted]
+        budget = -1  # no limit: every matching row
