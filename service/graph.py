@@ -33,7 +33,7 @@ from kg.read.graphview import (
     GraphDataCache,
     GraphRequest,
     GraphViewError,
-    build_graph,
+    draw,
     named_query,
     node_details,
     parse_types,
@@ -162,10 +162,10 @@ async def get_graph(
             max_papers=settings.graph_max_papers,
             max_nodes=settings.graph_max_nodes,
         )
-        graph = build_graph(store, graph_request, data=data)
-        return exporter.write(graph), dict(graph.graph) | {
-            "nodes": graph.number_of_nodes(),
-            "edges": graph.number_of_edges(),
+        drawing = draw(store, graph_request, data=data)
+        return exporter.write(drawing), dict(drawing.graph) | {
+            "nodes": len(drawing.nodes),
+            "edges": len(drawing.edges),
         }
 
     try:

@@ -1,7 +1,8 @@
 """Graph exporters: one registry, by name and media type, shared by REST and CLI.
 
-Each exporter turns the networkx graph of :func:`kg.graphview.build_graph` into
-bytes in a format a visualisation tool opens:
+Each exporter turns a drawn graph (a :class:`kg.read.graphview.Drawing`, or the
+networkx graph of :func:`kg.read.graphview.build_graph`) into bytes in a format
+a visualisation tool opens:
 
 =========  ==================================  =========================================
 name       media type                          opens in
@@ -37,9 +38,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from kg import schema
+from kg.read.graphview import Drawing
 
 if TYPE_CHECKING:
     import networkx as nx
+
 
 # networkx is imported where a graph is drawn: it costs ~0.2 s of CPU, which
 # `kg serve` would otherwise spend at every start (docs/scaling.md).
@@ -59,12 +62,16 @@ class Exporter:
     media_type: str
     extension: str
     description: str
-    write: Callable[[nx.DiGraph], bytes]
+    write: Callable[[nx.DiGraph | Drawing], bytes]
 
     @property
     def filename(self) -> str:
         """The file name a download gets."""
         return f"mlkg-graph.{self.extension}"
+
+
+def _networkx(graph: nx.DiGraph | Drawing) -> nx.DiGraph:
+    return graph.to_networkx() if isinstance(graph, Drawing) else graph
 
 
 def _scalar_graph(graph: nx.DiGraph) -> nx.DiGraph:
@@ -88,8 +95,9 @@ def _scalar(value: Any) -> str | int | float | bool:
     return value
 
 
-def write_graphml(graph: nx.DiGraph) -> bytes:
+def write_graphml(graph: nx.DiGraph | Drawing) -> bytes:
     """GraphML via networkx (typed ``<key>`` declarations for every attribute)."""
+    graph = _networkx(graph)
     import networkx as nx
 
     buffer = io.BytesIO()
@@ -102,8 +110,9 @@ def _rgb(hex_colour: str) -> dict[str, int | float]:
     return {"r": int(value[0:2], 16), "g": int(value[2:4], 16), "b": int(value[4:6], 16), "a": 1.0}
 
 
-def write_gexf(graph: nx.DiGraph) -> bytes:
+def write_gexf(graph: nx.DiGraph | Drawing) -> bytes:
     """GEXF 1.2 via networkx, with ``viz`` colour by type and size by paper count for Gephi."""
+    graph = _networkx(graph)
     import networkx as nx
 
     out = _scalar_graph(graph)
@@ -124,12 +133,13 @@ def _json(obj: Any) -> bytes:
     return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
 
 
-def write_cytoscape(graph: nx.DiGraph) -> bytes:
+def write_cytoscape(graph: nx.DiGraph | Drawing) -> bytes:
     """Cytoscape.js JSON (``elements.nodes``/``.edges``) via networkx's ``cytoscape_data``.
 
     Read back by ``networkx.cytoscape_graph`` and Cytoscape desktop alike: each node
     keeps networkx's ``value`` (its key, here the IRI, which the reader needs) and
     ``name`` (the label Cytoscape shows)."""
+    graph = _networkx(graph)
     import networkx as nx
 
     data = nx.cytoscape_data(graph, name="label", ident="id")
@@ -140,8 +150,19 @@ def write_cytoscape(graph: nx.DiGraph) -> bytes:
     return _json(data)
 
 
-def write_d3(graph: nx.DiGraph) -> bytes:
-    """node-link JSON (``nodes``, ``links`` with ``source``/``target``) for D3 force layouts."""
+def write_d3(graph: nx.DiGraph | Drawing) -> bytes:
+    """node-link JSON (``nodes``, ``links`` with ``source``/``target``) for D3 force layouts:
+    networkx's ``node_link_data``, written straight from a :class:`Drawing`."""
+    if isinstance(graph, Drawing):
+        return _json(
+            {
+                "directed": True,
+                "multigraph": False,
+                "graph": graph.graph,
+                "nodes": [{**attrs, "id": n} for n, attrs in graph.nodes],
+                "links": [{**attrs, "source": a, "target": b} for a, b, attrs in graph.edges],
+            }
+        )
     import networkx as nx
 
     return _json(nx.node_link_data(graph, edges="links"))
@@ -159,9 +180,10 @@ def _dot_attrs(attrs: Iterable[tuple[str, object]]) -> str:
     return ", ".join(f"{key}={dot_quote(value)}" for key, value in attrs)
 
 
-def write_dot(graph: nx.DiGraph) -> bytes:
+def write_dot(graph: nx.DiGraph | Drawing) -> bytes:
     """Graphviz DOT: a ``digraph`` with labelled, coloured nodes and weighted edges,
     laid out by ``sfdp`` (force-directed) whichever Graphviz command renders it."""
+    graph = _networkx(graph)
     ids = {node: f"n{i}" for i, node in enumerate(graph.nodes)}
     lines = [
         "digraph mlkg {",
@@ -208,8 +230,9 @@ NODE_COLUMNS = ("Id", "Label", "type", "paper_count", "aliases")
 EDGE_COLUMNS = ("Source", "Target", "Weight", "predicate", "papers")
 
 
-def write_csv(graph: nx.DiGraph) -> bytes:
+def write_csv(graph: nx.DiGraph | Drawing) -> bytes:
     """A zip of ``nodes.csv`` and ``edges.csv`` (column names Gephi's spreadsheet import knows)."""
+    graph = _networkx(graph)
     nodes = io.StringIO()
     writer = csv.writer(nodes, lineterminator="\n")
     writer.writerow(NODE_COLUMNS)
@@ -307,6 +330,6 @@ def media_types() -> dict[str, Exporter]:
     return table
 
 
-def export(graph: nx.DiGraph, name: str) -> bytes:
+def export(graph: nx.DiGraph | Drawing, name: str) -> bytes:
     """The graph in the format named ``name``."""
     return exporter(name).write(graph)

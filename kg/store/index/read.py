@@ -22,6 +22,20 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 PREFIX_END = "\U0010ffff"  # sorts after every character: the end of a prefix range
 
 
+def fetch_rows(db: sqlite3.Connection, sql: str, args: Sequence[Any], width: int) -> list[Any]:
+    """A query's rows, in its order, fetched as one row (a JSON array of arrays).
+
+    Python's sqlite3 lets go of the GIL for every row it steps to; under
+    concurrent requests each hand-back can wait a switch interval (5 ms) for a
+    thread running Python, so a page of 20 rows could wait 20 times. Only for
+    text and integer columns, which JSON carries exactly; ``width``: columns."""
+    cols = ", ".join(f"c{i}" for i in range(width))
+    (listed,) = db.execute(
+        f"WITH q({cols}) AS ({sql}) SELECT json_group_array(json_array({cols})) FROM q", args
+    ).fetchone()
+    return [tuple(row) for row in json.loads(listed)]
+
+
 def fts_query(text: str) -> str | None:
     """The FTS5 query for free text: every word, each quoted (so no FTS syntax
     from the client is ever interpreted), all required. None: no word at all."""
@@ -72,10 +86,11 @@ def preferred_labels(index: Index, iris: Iterable[str]) -> dict[str, str]:
 
 def papers(index: Index, limit: int, offset: int) -> tuple[int, list[tuple[str, str, str | None]]]:
     """All papers by id: the total and one page of (iri, id, title)."""
-    rows = (
-        index.reader()
-        .execute("SELECT iri, id, title FROM papers ORDER BY id LIMIT ? OFFSET ?", (limit, offset))
-        .fetchall()
+    rows = fetch_rows(
+        index.reader(),
+        "SELECT iri, id, title FROM papers ORDER BY id LIMIT ? OFFSET ?",
+        (limit, offset),
+        3,
     )
     return count(index, "class:Paper"), rows
 
@@ -112,12 +127,14 @@ def filtered_papers(
     db = index.reader()
     if len(groups) == 1 and len(groups[0][1]) == 1 and match is None:
         size, (eid,) = groups[0]
-        rows = db.execute(
+        rows = fetch_rows(
+            db,
             "SELECT p.iri, p.id, p.title FROM (SELECT DISTINCT paper_id, pid FROM links "
             "WHERE eid = ? ORDER BY paper_id LIMIT ? OFFSET ?) l JOIN papers p ON p.pid = l.pid "
             "ORDER BY l.paper_id",
             (eid, limit, offset),
-        ).fetchall()
+            3,
+        )
         return size, rows
     # The rarest entity's papers drive; each is checked against the other
     # filters by primary-key lookups, so the cost follows the smallest list,
@@ -219,12 +236,14 @@ def text_papers(
     window = min(total, RANK_WINDOW)
     rows: list[Any] = []
     if offset < window:
-        rows = db.execute(
+        rows = fetch_rows(
+            db,
             "SELECT p.iri, p.id, p.title FROM (SELECT rowid, rank FROM papers_fts "
             "WHERE papers_fts MATCH ? ORDER BY rowid DESC LIMIT ?) f "
             "JOIN papers p ON p.pid = f.rowid ORDER BY f.rank, p.id LIMIT ? OFFSET ?",
             (match, window, limit, offset),
-        ).fetchall()
+            3,
+        )
     if len(rows) < limit and offset + len(rows) < total:
         rest = db.execute(
             "SELECT rowid FROM papers_fts WHERE papers_fts MATCH ? ORDER BY rowid DESC "
@@ -253,8 +272,8 @@ def _papers_by_pid(db: sqlite3.Connection, pids: list[int]) -> list[tuple[str, s
         return []
     found = {
         pid: (iri, paper_id, title)
-        for pid, iri, paper_id, title in db.execute(
-            f"SELECT pid, iri, id, title FROM papers WHERE pid IN ({_marks(pids)})", pids
+        for pid, iri, paper_id, title in fetch_rows(
+            db, f"SELECT pid, iri, id, title FROM papers WHERE pid IN ({_marks(pids)})", pids, 4
         )
     }
     return [found[pid] for pid in pids if pid in found]
@@ -277,11 +296,13 @@ def ranked_entities(
     total and one page of (iri, type, label, papers)."""
     db = index.reader()
     if prefix is None:
-        rows = db.execute(
+        rows = fetch_rows(
+            db,
             "SELECT iri, type, label, papers FROM entities WHERE type = ? AND papers > 0 "
             "ORDER BY papers DESC, iri LIMIT ? OFFSET ?",
             (type_name, limit, offset),
-        ).fetchall()
+            4,
+        )
         return count(index, "linked:" + type_name), rows
     low = prefix.lower()
     if version(db) >= 3:
@@ -315,19 +336,23 @@ def ranked_entities(
     # matches, 63 ms walked, 5 ms sorted).
     linked = count(index, "linked:" + type_name)
     if total > SORT_ALWAYS and (offset + limit) * linked < total * total:
-        page = db.execute(
+        page = fetch_rows(
+            db,
             "SELECT iri, type, label, papers FROM entities INDEXED BY entities_rank "
             f"WHERE type = ? AND papers > 0 AND eid IN ({named}) "
             "ORDER BY papers DESC, iri LIMIT ? OFFSET ?",
             (type_name, *args, limit, offset),
-        ).fetchall()
+            4,
+        )
     else:
-        page = db.execute(
+        page = fetch_rows(
+            db,
             f"SELECT e.iri, e.type, e.label, e.papers FROM (SELECT DISTINCT eid FROM ({named})) n "
             "CROSS JOIN entities e ON e.eid = n.eid WHERE e.type = ? AND e.papers > 0 "
             "ORDER BY e.papers DESC, e.iri LIMIT ? OFFSET ?",
             (*args, type_name, limit, offset),
-        ).fetchall()
+            4,
+        )
     return total, page
 
 
@@ -340,12 +365,14 @@ def entity_papers(
     eid = entity_id(index, iri)
     if eid is None:
         return 0, []
-    rows = db.execute(
+    rows = fetch_rows(
+        db,
         "SELECT p.iri, p.id, p.title, l.rel FROM (SELECT DISTINCT paper_id FROM links "
         "WHERE eid = ? ORDER BY paper_id LIMIT ? OFFSET ?) f JOIN links l ON l.eid = ? AND "
         "l.paper_id = f.paper_id JOIN papers p ON p.pid = l.pid ORDER BY l.paper_id, l.rel",
         (eid, limit, offset, eid),
-    ).fetchall()
+        4,
+    )
     out: dict[str, tuple[str, str, str | None, list[str]]] = {}
     for piri, pid, title, rel in rows:
         out.setdefault(pid, (piri, pid, title, []))[3].append(rel)
@@ -360,14 +387,12 @@ def related(
     eid = entity_id(index, iri)
     if eid is None:
         return []
-    return (
-        index.reader()
-        .execute(
-            "SELECT e.iri, e.type, e.label, c.n FROM cooc c JOIN entities e ON e.eid = c.b "
-            "WHERE c.a = ? AND c.btype = ? ORDER BY c.n DESC, c.b LIMIT ?",
-            (eid, type_name, limit),
-        )
-        .fetchall()
+    return fetch_rows(
+        index.reader(),
+        "SELECT e.iri, e.type, e.label, c.n FROM cooc c JOIN entities e ON e.eid = c.b "
+        "WHERE c.a = ? AND c.btype = ? ORDER BY c.n DESC, c.b LIMIT ?",
+        (eid, type_name, limit),
+        4,
     )
 
 
@@ -399,36 +424,59 @@ def claims(index: Index, filters: dict[str, Any], limit: int, offset: int) -> tu
         total = db.execute(f"SELECT count(*) FROM claims {clause}", args).fetchone()[0]
     else:
         total = count(index, "class:Claim")
-    rows = db.execute(
-        f"SELECT iri FROM claims {clause} ORDER BY iri LIMIT ? OFFSET ?", [*args, limit, offset]
-    ).fetchall()
+    rows = fetch_rows(
+        db,
+        f"SELECT iri FROM claims {clause} ORDER BY iri LIMIT ? OFFSET ?",
+        [*args, limit, offset],
+        1,
+    )
     return total, [iri for (iri,) in rows]
 
 
 def claim_details(index: Index, iris: list[str]) -> list[dict[str, Any]] | None:
     """The stored JSON of these claims, in order, with their entities' labels
     and their paper's (iri, id, title) under ``paper``; None when any claim has
-    no stored JSON (an index written before it was kept)."""
+    no stored JSON (an index written before it was kept).
+
+    Two reads for the page (claims, then every label they name), not five per
+    claim: see :func:`fetch_rows`."""
+    if not iris:
+        return []
     db = index.reader()
+    try:
+        rows = fetch_rows(
+            db,
+            "SELECT c.iri, d.detail, p.iri, p.id, p.title FROM claims c JOIN claim_details d "
+            f"ON d.cid = c.cid JOIN papers p ON p.pid = c.pid WHERE c.iri IN ({_marks(iris)})",
+            iris,
+            5,
+        )
+    except sqlite3.OperationalError:
+        return None  # an index file from before claim_details, opened read-only
+    found = {
+        iri: (json.loads(detail), (piri, pid, title)) for iri, detail, piri, pid, title in rows
+    }
+    if any(iri not in found for iri in iris):
+        return None
+    roles = ("subject", "metric", "dataset", "baseline")
+    named = sorted(
+        {e for detail, _ in found.values() for r in roles if (e := detail.get(f"{r}_iri"))}
+    )
+    labels = (
+        dict(
+            fetch_rows(
+                db, f"SELECT iri, label FROM entities WHERE iri IN ({_marks(named)})", named, 2
+            )
+        )
+        if named
+        else {}
+    )
     out: list[dict[str, Any]] = []
     for iri in iris:
-        try:
-            row = db.execute(
-                "SELECT d.detail, p.iri, p.id, p.title FROM claims c JOIN claim_details d "
-                "ON d.cid = c.cid JOIN papers p ON p.pid = c.pid WHERE c.iri = ?",
-                (iri,),
-            ).fetchone()
-        except sqlite3.OperationalError:
-            return None  # an index file from before claim_details, opened read-only
-
-        if row is None:
-            return None
-        detail = json.loads(row[0])
-        for role in ("subject", "metric", "dataset", "baseline"):
-            entity = detail.get(f"{role}_iri")
-            label = db.execute("SELECT label FROM entities WHERE iri = ?", (entity,)).fetchone()
-            detail[role] = label[0] if label else None
+        detail, paper = found[iri]
+        for role in roles:
+            detail[role] = labels.get(detail.get(f"{role}_iri"))
         detail["iri"] = iri
-        detail["paper"] = (row[1], row[2], row[3])
+        detail["paper"] = paper
         out.append(detail)
     return out
