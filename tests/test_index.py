@@ -366,3 +366,21 @@ def test_a_focus_resolves_in_the_index_as_in_the_store(sample_store: Path) -> No
         assert found >= 3 * len(entities) + 2 * len(papers)
     finally:
         store.close()
+
+
+def test_an_older_file_gets_the_shared_pairs_rank_index(tmp_path: Path) -> None:
+    """An index file made with a rank entry for every pair is given the
+    partial one (pairs in two papers or more) when opened for writing."""
+    from kg.store.index.db import Index
+
+    path = tmp_path / "old.sqlite"
+    index = Index(path)
+    db = index._wdb
+    assert db is not None
+    db.execute("DROP INDEX cooc_shared")
+    db.execute("CREATE INDEX cooc_rank ON cooc (a, btype, n DESC, b)")
+    index.close()
+    reopened = Index(path)
+    names = {r[0] for r in reopened.reader().execute("SELECT name FROM sqlite_master")}
+    assert "cooc_shared" in names and "cooc_rank" not in names
+    reopened.close()

@@ -390,6 +390,28 @@ def test_entity_search_ranks_like_one_sort_over_every_match(
             assert ix.search_entities(index, text, limit) == expected, (text, limit)
 
 
+def test_related_entities_rank_like_one_sort_over_every_pair(both: tuple) -> None:
+    """Pairs in two papers or more come from their rank index, pairs in one
+    from the primary key; together, the order of one sort over every pair:
+    most shared papers, then entity row id."""
+    from kg.store.index import read as ix
+
+    indexed, _scanning = both
+    index = indexed.app.state.store.search_index()
+    db = index.reader()
+    entities = {eid: row for eid, *row in db.execute("SELECT eid, iri, type, label FROM entities")}
+    pairs: dict[tuple[int, str], list[tuple[int, int]]] = {}
+    for a, b, btype, n in db.execute("SELECT a, b, btype, n FROM cooc"):
+        pairs.setdefault((a, btype), []).append((-n, b))
+    assert any(n < -1 for rows in pairs.values() for n, _b in rows)  # both kinds are there
+    assert any(n == -1 for rows in pairs.values() for n, _b in rows)
+    for (a, btype), rows in sorted(pairs.items()):
+        ranked = [(*entities[b][:3], -n) for n, b in sorted(rows)]
+        for limit in (1, 3, 50):
+            got = ix.related(index, entities[a][0], btype, limit)
+            assert got == [tuple(r) for r in ranked[:limit]], (entities[a][0], btype, limit)
+
+
 def test_entity_papers_are_paged_alike(both: tuple) -> None:
     indexed, scanning = both
     top = _get(scanning, "/tasks?limit=1")["items"][0]

@@ -387,13 +387,24 @@ def related(
     eid = entity_id(index, iri)
     if eid is None:
         return []
-    return fetch_rows(
-        index.reader(),
-        "SELECT e.iri, e.type, e.label, c.n FROM cooc c JOIN entities e ON e.eid = c.b "
-        "WHERE c.a = ? AND c.btype = ? ORDER BY c.n DESC, c.b LIMIT ?",
+    # Pairs in two papers or more from their rank index, most first; then pairs
+    # in one paper, which share n = 1, by id from the primary key (see db.py).
+    db = index.reader()
+    head = "SELECT e.iri, e.type, e.label, c.n FROM cooc c JOIN entities e ON e.eid = c.b "
+    rows = fetch_rows(
+        db,
+        head + "WHERE c.a = ? AND c.btype = ? AND c.n > 1 ORDER BY c.n DESC, c.b LIMIT ?",
         (eid, type_name, limit),
         4,
     )
+    if len(rows) < limit:
+        rows += fetch_rows(
+            db,
+            head + "WHERE c.a = ? AND c.btype = ? AND c.n = 1 ORDER BY c.b LIMIT ?",
+            (eid, type_name, limit - len(rows)),
+            4,
+        )
+    return rows
 
 
 def claims(index: Index, filters: dict[str, Any], limit: int, offset: int) -> tuple[int, list[str]]:
