@@ -15,7 +15,9 @@ dot        text/vnd.graphviz                   Graphviz (``dot``, ``sfdp``), xdo
 csv        application/zip                     a zip of ``nodes.csv`` and ``edges.csv``
 =========  ==================================  =========================================
 
-GraphML, GEXF and the JSON formats are written by networkx's own writers.
+GraphML and GEXF are written by networkx's own writers; the JSON formats write
+what networkx's ``node_link_data`` and ``cytoscape_data`` give, straight from a
+drawing (from a networkx graph, by those functions).
 Graphviz DOT is written here: networkx's DOT path needs pydot or pygraphviz
 and rejects node names with ``:`` (every IRI has one), so nodes get short ids
 (``n0``, ``n1``…) and the IRI goes into ``URL``/``iri`` attributes, every string
@@ -42,7 +44,6 @@ from kg.read.graphview import Drawing
 
 if TYPE_CHECKING:
     import networkx as nx
-
 
 # networkx is imported where a graph is drawn: it costs ~0.2 s of CPU, which
 # `kg serve` would otherwise spend at every start (docs/scaling.md).
@@ -138,8 +139,32 @@ def write_cytoscape(graph: nx.DiGraph | Drawing) -> bytes:
 
     Read back by ``networkx.cytoscape_graph`` and Cytoscape desktop alike: each node
     keeps networkx's ``value`` (its key, here the IRI, which the reader needs) and
-    ``name`` (the label Cytoscape shows)."""
-    graph = _networkx(graph)
+    ``name`` (the label Cytoscape shows). Written straight from a :class:`Drawing`
+    (what the explorer asks for), without networkx."""
+    if isinstance(graph, Drawing):
+        nodes = [
+            {
+                "data": {
+                    **attrs,
+                    "id": attrs.get("id") or str(n),
+                    "value": n,
+                    "name": attrs.get("label") or str(n),
+                }
+            }
+            for n, attrs in graph.nodes
+        ]
+        edges = [
+            {"data": {**attrs, "source": a, "target": b, "id": f"{a} {b}"}}
+            for a, b, attrs in graph.edges
+        ]
+        return _json(
+            {
+                "data": dict(graph.graph),
+                "directed": True,
+                "multigraph": False,
+                "elements": {"nodes": nodes, "edges": edges},
+            }
+        )
     import networkx as nx
 
     data = nx.cytoscape_data(graph, name="label", ident="id")
