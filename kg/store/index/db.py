@@ -18,10 +18,10 @@ It holds what REST reads would otherwise compute by scanning the graph:
 
 Every aggregate is changed by the write that changes its inputs (adding a paper
 adds its contributions; replacing or deleting one first takes them away), so a
-write costs what the paper holds, not what the store holds. ``meta.state`` says whether the file is in step with the store: ``ok``,
-``writing`` while a store write is under way, ``stale`` after a write the index
-could not follow (SPARQL UPDATE, Graph Store Protocol); readers use the index
-only when it is ``ok``.
+write costs what the paper holds, not what the store holds. ``meta.state`` says
+whether the file is in step with the store: ``ok``, ``writing`` while a store
+write is under way, ``stale`` after a write the index could not follow (SPARQL
+UPDATE, Graph Store Protocol); readers use the index only when it is ``ok``.
 """
 
 from __future__ import annotations
