@@ -208,8 +208,7 @@ def text_hits(db: sqlite3.Connection, match: str) -> bytes:
     if bits is not None:
         found.move_to_end(match)
         return bits
-    # One row (see kg.store.index.search._best_entities) and numpy, not a
-    # Python loop over the matches.
+    # One row (see fetch_rows) and numpy, not a Python loop over the matches.
     (listed,) = db.execute(
         "SELECT group_concat(rowid) FROM papers_fts WHERE papers_fts MATCH ?", (match,)
     ).fetchone()

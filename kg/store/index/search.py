@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from typing import Any
 
@@ -44,19 +43,15 @@ def search(index: Index, text: str, limit: int = 20) -> list[dict[str, Any]]:
         )
     ranked = [(iri, pid) for iri, pid, _title in ix.search_papers(index, text, limit)]
     ranked = [(iri, pid) for iri, pid in ranked if not exact or pid != text]
-    # One read for every paper's snippet, as one row: a row each hands the GIL
-    # over per row, and under concurrent requests each hand-back can wait.
-    (listed,) = (
-        index.reader()
-        .execute(
-            "SELECT json_group_array(json_array(p.id, p.title, substr(f.abstract, 1, 200))) "
-            "FROM papers p JOIN papers_fts f ON f.rowid = p.pid "
-            f"WHERE p.id IN ({','.join('?' * len(ranked))})",
-            [pid for _iri, pid in ranked],
-        )
-        .fetchone()
+    # One read for every paper's snippet (see ix.fetch_rows), not one per paper.
+    listed = ix.fetch_rows(
+        index.reader(),
+        "SELECT p.id, p.title, substr(f.abstract, 1, 200) FROM papers p JOIN papers_fts f "
+        f"ON f.rowid = p.pid WHERE p.id IN ({','.join('?' * len(ranked))})",
+        [pid for _iri, pid in ranked],
+        3,
     )
-    snippets = {pid: (title, snippet) for pid, title, snippet in json.loads(listed)}
+    snippets = {pid: (title, snippet) for pid, title, snippet in listed}
     found += [(iri, pid, *snippets[pid], 0) for iri, pid in ranked if pid in snippets]
     papers = [
         {
@@ -130,19 +125,16 @@ def _best_entities(
     picking each entity's shortest name first cost twice the whole query
     (14 against 6 ms for 3,300 prefix matches at 100k papers); a few rows
     per entity are read instead, and all of them only if that was too few."""
-    # The rows come as one JSON value: a row each hands the GIL over per row,
-    # and under concurrent requests each hand-back can wait a switch interval.
+    # One row for the page: see ix.fetch_rows.
     sql = (
-        "SELECT json_group_array(json_array(eid, iri, type, label, papers, name)) FROM ("
         f"SELECT e.eid, e.iri, e.type, e.label, e.papers, m.name FROM ({names}) m "
         "CROSS JOIN entities e ON e.eid = m.eid WHERE instr(m.lname, ?) > 0 AND e.papers > 0 "
         f"AND m.eid NOT IN ({','.join('?' * len(seen))}) "
-        "ORDER BY e.papers DESC, length(m.name), e.iri, m.name LIMIT ?)"
+        "ORDER BY e.papers DESC, length(m.name), e.iri, m.name LIMIT ?"
     )
     budget = wanted * ROWS_PER_ENTITY
     while True:
-        (listed,) = db.execute(sql, (*args, low, *seen, budget)).fetchone()
-        rows = json.loads(listed)
+        rows = ix.fetch_rows(db, sql, (*args, low, *seen, budget), 6)
         found: dict[int, dict[str, Any]] = {}
         for eid, iri, t, label, n, name in rows:
             if eid not in found:
