@@ -11,21 +11,25 @@ says so ("GRPO, a policy-gradient method": a ``kg:TaxonomyStatement`` of that
 paper, see :mod:`kg.extraction.hypernyms`); their names alone do not say what
 they specialise, and guessing would be wrong more often than right.
 
-The links live in their own graph (:data:`TAXONOMY_GRAPH`), replaced whole
-each time, so ingesting in any order gives the same taxonomy.
+The links live in their own graph (:data:`TAXONOMY_GRAPH`), derived from what
+is stored, so ingesting in any order gives the same taxonomy; after each write
+only what the write changed is derived again (:func:`derive_taxonomy`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import sqlite3
+from collections.abc import Callable, Iterable
+from functools import cache
 from importlib import resources
 from urllib.parse import unquote
 
 from pyoxigraph import NamedNode, Quad
 
 from kg.store.embedded import GraphStore
-from kg.store.index import DERIVED_UPDATE, Index, index_of
+from kg.store.index import DERIVED_UPDATE, Index, index_of, taxonomy_rows
+from kg.store.index.result_rows import replace_taxonomy
 from kg.store.queries import rows, run
 from kg.vocab import BASE, ID_PREFIX, SKOS
 
@@ -33,27 +37,36 @@ TAXONOMY_GRAPH = NamedNode(BASE + "graph/taxonomy")
 _TASK_PREFIX = ID_PREFIX + "task/"
 
 
+@cache
 def _generic_keys() -> frozenset[str]:
     path = resources.files("kg.extraction") / "patterns" / "generic.jsonl"
     words = [json.loads(line)["word"] for line in path.read_text("utf-8").splitlines() if line]
     return frozenset(w.lower().replace(" ", "-") for w in words) | {"learning", "task", "problem"}
 
 
+def task_key(iri: str) -> str:
+    """The canonical key of a task node's IRI."""
+    return unquote(iri[len(_TASK_PREFIX) :])
+
+
+def broader_of(key: str, task: Callable[[str], str | None]) -> str | None:
+    """The IRI of a task key's broader task: its longest proper word-suffix that
+    ``task`` (key → IRI, or None) says is a task and that is not generic."""
+    generic = _generic_keys()
+    at = key.find("-")
+    while at != -1:
+        suffix = key[at + 1 :]
+        if suffix not in generic and (iri := task(suffix)) is not None:
+            return iri
+        at = key.find("-", at + 1)
+    return None
+
+
 def broader_links(task_iris: Iterable[str]) -> list[tuple[str, str]]:
     """``(narrower, broader)`` IRI pairs among these task IRIs, by key suffix."""
-    keys = {
-        unquote(iri[len(_TASK_PREFIX) :]): iri for iri in task_iris if iri.startswith(_TASK_PREFIX)
-    }
-    generic = _generic_keys()
-    links = []
-    for key, iri in sorted(keys.items()):
-        words = key.split("-")
-        for i in range(1, len(words)):
-            suffix = "-".join(words[i:])
-            if suffix in keys and suffix not in generic:
-                links.append((iri, keys[suffix]))
-                break
-    return links
+    keys = {task_key(iri): iri for iri in task_iris if iri.startswith(_TASK_PREFIX)}
+    found = ((iri, broader_of(key, keys.get)) for key, iri in sorted(keys.items()))
+    return [(iri, broader) for iri, broader in found if broader is not None]
 
 
 def taxonomy_quads(links: Iterable[tuple[str, str]]) -> list[Quad]:
@@ -78,30 +91,71 @@ def task_iris(store: GraphStore) -> list[str]:
     B-tree: 0.05 s at 100,000 papers), else by scanning every graph (seconds)."""
     index = index_of(store)
     if index is not None:
-        found = index.reader().execute("SELECT iri FROM entities WHERE type = 'Task'")
-        return [iri for (iri,) in found]
+        return taxonomy_rows.task_iris(index.reader())
     return [r["task"].value for r in rows(run(store, "store/task-nodes"))]
 
 
-def derive_taxonomy(store: GraphStore) -> int:
-    """Replace the taxonomy graph from the task nodes and the method taxonomy
-    statements now stored; the number of links."""
-    tasks = task_iris(store)
-    methods = stated_links(
-        (r["narrower"].value, r["broader"].value) for r in rows(run(store, "store/method-broader"))
-    )
-    links = broader_links(tasks) + methods
-    quads = taxonomy_quads(links)
+def _method_links(store: GraphStore) -> list[tuple[str, str]]:
+    pairs = rows(run(store, "store/method-broader"))
+    return stated_links((r["narrower"].value, r["broader"].value) for r in pairs)
+
+
+def _graph_update(removed: Iterable[tuple[str, str]], added: Iterable[tuple[str, str]]) -> str:
     # IRIs below are pyoxigraph terms printed as escaped N-Triples, built from
     # stored task IRIs by kg.vocab: no raw input reaches the update text.
-    body = " ".join(f"{q.subject} {q.predicate} {q.object} ." for q in quads)
+    def body(links: Iterable[tuple[str, str]]) -> str:
+        quads = taxonomy_quads(links)
+        return " ".join(f"{q.subject} {q.predicate} {q.object} ." for q in quads)
+
+    parts = [f"DELETE DATA {{ GRAPH {TAXONOMY_GRAPH} {{ {body(removed)} }} }}"] if removed else []
+    parts += [f"INSERT DATA {{ GRAPH {TAXONOMY_GRAPH} {{ {body(added)} }} }}"] if added else []
+    return DERIVED_UPDATE + " ;\n".join(parts)
+
+
+def derive_taxonomy(store: GraphStore) -> int:
+    """Bring the taxonomy graph in line with the task nodes and the method
+    taxonomy statements now stored; the number of links.
+
+    With the index in step and its bookkeeping kept (:mod:`kg.store.index.taxonomy_rows`),
+    only the tasks changed since the last derivation, and those whose keys end
+    with theirs, are decided again, and only the links that changed are written:
+    the cost follows the write, not the store. Otherwise the graph is derived
+    whole and replaced, and a usable index starts its bookkeeping from it."""
+    methods = _method_links(store)
+    index = index_of(store)
+    if index is not None and not index.read_only:
+
+        def change(db: sqlite3.Connection) -> int:
+            if taxonomy_rows.tracked(db):
+                found = taxonomy_rows.derive_changes(
+                    db, _TASK_PREFIX, task_key, broader_of, methods
+                )
+                if found.removed or found.added:
+                    store.update(_graph_update(found.removed, found.added))
+                return taxonomy_rows.link_count(db)
+            # Read inside the write so that no task another write adds is missed.
+            iris = taxonomy_rows.task_iris(db)
+            keys = {task_key(i): i for i in iris if i.startswith(_TASK_PREFIX)}
+            tasks = [(key, iri, broader_of(key, keys.get)) for key, iri in sorted(keys.items())]
+            links = [(iri, b) for _key, iri, b in tasks if b is not None] + methods
+            _replace_graph(store, links)
+            taxonomy_rows.reset(db, tasks, methods)
+            return len(set(links))
+
+        return int(index.write_taxonomy(change))
+    links = broader_links(task_iris(store)) + methods
+    _replace_graph(store, links)
+    written = store.search_index()
+    if isinstance(written, Index) and not written.read_only:
+        # The results read model answers task filters and trees from the index.
+        written.write_taxonomy(lambda db: replace_taxonomy(db, links))
+    return len(set(links))
+
+
+def _replace_graph(store: GraphStore, links: list[tuple[str, str]]) -> None:
+    body = " ".join(f"{q.subject} {q.predicate} {q.object} ." for q in taxonomy_quads(links))
     store.update(
         DERIVED_UPDATE
         + f"DROP SILENT GRAPH {TAXONOMY_GRAPH} ;\n"
         + (f"INSERT DATA {{ GRAPH {TAXONOMY_GRAPH} {{ {body} }} }}" if body else "")
     )
-    index = store.search_index()
-    if isinstance(index, Index) and not index.read_only:
-        # The results read model answers task filters and trees from the index.
-        index.write_taxonomy(links)
-    return len(quads) // 2

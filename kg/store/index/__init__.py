@@ -26,6 +26,7 @@ from kg.mapping.papers import PaperQuads
 from kg.store.common import GraphStore
 from kg.store.index import read as ix
 from kg.store.index.db import SCHEMA_VERSION, Index, IndexError_
+from kg.store.index.result_rows import replace_taxonomy
 from kg.store.index.rows import EntityInfo, PaperRow, entity_infos, paper_row
 from kg.store.queries import default_registry
 from kg.vocab import ENTITIES_GRAPH, SKOS, paper_graph, paper_id_from_graph, paper_iri
@@ -356,7 +357,8 @@ def rebuild(store: GraphStore, path: Path | None = None, *, batch: int = 512) ->
         index.write(list(read_rows(store, chunk)), {}, state="writing")
         done += len(chunk)
     taxonomy = _solutions(default_registry().run(store, "store/taxonomy", {}))
-    index.write_taxonomy((s["narrower"].value, s["broader"].value) for s in taxonomy)
+    links = [(s["narrower"].value, s["broader"].value) for s in taxonomy]
+    index.write_taxonomy(lambda db: replace_taxonomy(db, links))
     index.set_state("ok")
     index.close()
     for old in (Path(f"{target}-wal"), Path(f"{target}-shm")):

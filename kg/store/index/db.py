@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from itertools import permutations
 from pathlib import Path
@@ -37,13 +37,9 @@ from typing import Any
 from uuid import uuid4
 
 from kg.store.index.evidence_rows import EVIDENCE_SCHEMA, add_evidence, remove_evidence
-from kg.store.index.result_rows import (
-    RESULTS_SCHEMA,
-    add_results,
-    remove_results,
-    replace_taxonomy,
-)
+from kg.store.index.result_rows import RESULTS_SCHEMA, add_results, remove_results
 from kg.store.index.rows import RELATION_TYPE, EntityInfo, PaperRow
+from kg.store.index.taxonomy_rows import TAXONOMY_SCHEMA, note_type
 
 SCHEMA_VERSION = "4"
 """2: ``names_entity`` (names by entity row id, for graph neighbourhoods); 3:
@@ -96,6 +92,7 @@ CREATE TABLE IF NOT EXISTS counts (key TEXT PRIMARY KEY, n INTEGER NOT NULL);
 """
     + RESULTS_SCHEMA
     + EVIDENCE_SCHEMA
+    + TAXONOMY_SCHEMA
 )
 
 
@@ -216,10 +213,10 @@ class Index:
 
     # ------------------------------------------------------------ writes
 
-    def write_taxonomy(self, links: Iterable[tuple[str, str]]) -> None:
-        """Replace the task taxonomy's ``(narrower, broader)`` links."""
+    def write_taxonomy(self, change: Callable[[sqlite3.Connection], Any]) -> Any:
+        """Run a change of the taxonomy tables (:mod:`.taxonomy_rows`) in one transaction."""
         with self._writer() as db:
-            replace_taxonomy(db, links)
+            return change(db)
 
     def write(
         self, rows: Iterable[PaperRow], entities: dict[str, EntityInfo], *, state: str = "ok"
@@ -269,6 +266,7 @@ class Index:
                     _bump(db, f"class:{old_type}", -1) if old_type else None
                     _bump(db, f"class:{new_type}", 1) if new_type else None
                     db.execute("UPDATE entities SET type=? WHERE eid=?", (new_type, eid))
+                    note_type(db, iri, old_type, new_type)  # the taxonomy's bookkeeping
                 keep = info.names if info is not None else set()
                 # The type's name rows are rebuilt from the names below.
                 for name in old_names.get(iri, set()) | keep:
@@ -373,6 +371,7 @@ def _entity(db: sqlite3.Connection, iri: str, type_name: str | None) -> int:
     if row is not None:
         if row[1] is None and type_name is not None:
             db.execute("UPDATE entities SET type=? WHERE eid=?", (type_name, row[0]))
+            note_type(db, iri, None, type_name)
             db.execute(
                 "INSERT OR IGNORE INTO type_names SELECT ?, lname, eid FROM names WHERE eid = ?",
                 (type_name, row[0]),
@@ -380,6 +379,7 @@ def _entity(db: sqlite3.Connection, iri: str, type_name: str | None) -> int:
             _bump(db, "class:" + type_name, 1)
         return row[0]
     cur = db.execute("INSERT INTO entities (iri, type) VALUES (?, ?)", (iri, type_name))
+    note_type(db, iri, None, type_name)
     if type_name is not None:
         _bump(db, "class:" + type_name, 1)
     return _rowid(cur)

@@ -4,8 +4,8 @@
   dataset, task, method, roles and claim, added and removed with the paper's
   other rows (:func:`add_results`, :func:`remove_results`, called by
   :mod:`kg.store.index.db`);
-* ``taxonomy`` — the ``skos:broader`` links of the taxonomy graph, replaced whole
-  whenever :func:`kg.store.taxonomy.derive_taxonomy` replaces that graph.
+* ``taxonomy`` — the ``skos:broader`` links of the taxonomy graph, changed
+  whenever :func:`kg.store.taxonomy.derive_taxonomy` changes that graph.
 
 Every change bumps the ``counts`` row :data:`GENERATION`, under which
 :class:`kg.store.index.results.IndexedResults` remembers its answers.
@@ -166,5 +166,7 @@ def remove_results(db: sqlite3.Connection, pid: int) -> None:
 def replace_taxonomy(db: sqlite3.Connection, links: Iterable[tuple[str, str]]) -> None:
     """Replace the ``taxonomy`` table with these ``(narrower, broader)`` links."""
     _bump(db)
+    # Links from elsewhere: the bookkeeping of kg.store.index.taxonomy_rows no longer holds.
+    db.execute("DELETE FROM meta WHERE key = 'taxonomy'")
     db.execute("DELETE FROM taxonomy")
     db.executemany("INSERT OR IGNORE INTO taxonomy VALUES (?, ?)", list(links))
