@@ -39,7 +39,15 @@ TASKS = [
     "image-generation",
     "text-to-image-generation",
 ]
-METHODS = ["grpo", "ppo", "policy-gradient", "rl", "diffusion-model", "image-generation"]
+METHODS = [
+    "grpo",
+    "ppo",
+    "policy-gradient",
+    "rl",
+    "offline-rl",
+    "diffusion-model",
+    "image-generation",
+]
 
 
 def _entity(kind: EntityType, key: str) -> Entity:
@@ -162,3 +170,52 @@ def test_a_new_task_relinks_the_tasks_that_end_with_its_key(tmp_path: Path) -> N
     assert remove_paper(store, "b")  # gone again: back to "rl"
     assert _in_graph(store) == _in_index(store) == {(task + "offline-multi-agent-rl", task + "rl")}
     store.close()
+
+
+def test_an_index_without_every_papers_statements_reads_them_from_the_store(
+    tmp_path: Path,
+) -> None:
+    # An index file made before the statement rows: its `stated` table is empty
+    # for the papers already in it, so the method links come from the store.
+    rng = random.Random(5)
+    store = open_store(tmp_path / "s")
+    for step in range(8):
+        extraction = _paper(rng, f"p{step}", step)
+        ingest_items([extraction.record], store, extractor=Canned([extraction]))
+    index = index_of(store)
+    assert index is not None and taxonomy_rows.holds_statements(index.reader())
+    with index._writer() as db:  # what an older file looks like
+        db.execute("DELETE FROM stated")
+        db.execute("DELETE FROM meta WHERE key = 'stated'")
+    for step in range(8, 20):
+        extraction = _paper(rng, f"p{step}", step)
+        ingest_items([extraction.record], store, extractor=Canned([extraction]))
+        if step % 3 == 0:
+            assert remove_paper(store, f"p{step - 5}")
+        assert not taxonomy_rows.holds_statements(index.reader())
+        expected = _expected(store)
+        assert _in_index(store) == _in_graph(store) == expected, f"step {step}"
+    assert any(not n.startswith("https://w3id.org/mlkg/id/task/") for n, _b in expected)
+    store.close()
+
+
+def test_a_link_both_stated_and_by_key_stays_when_one_reason_goes(tmp_path: Path) -> None:
+    from kg.store.index.db import Index
+    from kg.store.taxonomy import broader_of, task_key
+
+    task = "https://w3id.org/mlkg/id/task/"
+    link = (task + "offline-rl", task + "rl")
+    index = Index(tmp_path / "i.sqlite")
+    with index._writer() as db:
+        db.execute("INSERT INTO entities (iri, type) VALUES (?, 'Task')", (link[0],))
+        taxonomy_rows.add_stated(db, 1, [link])  # a paper also says offline RL is a kind of RL
+        tasks = [("offline-rl", link[0], link[1]), ("rl", link[1], None)]
+        taxonomy_rows.reset(db, tasks, [link])
+        taxonomy_rows.note_type(db, link[1], "Task", None)  # "rl" is no task any more
+        change = taxonomy_rows.derive_changes(db, task, task_key, broader_of, None)
+        assert (change.removed, change.added) == ([], [])
+        assert db.execute("SELECT narrower, broader FROM taxonomy").fetchall() == [link]
+        taxonomy_rows.remove_stated(db, 1)  # and now nobody says it
+        change = taxonomy_rows.derive_changes(db, task, task_key, broader_of, None)
+        assert (change.removed, change.added) == ([link], [])
+    index.close()

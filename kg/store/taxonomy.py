@@ -121,12 +121,15 @@ def derive_taxonomy(store: GraphStore) -> int:
     with theirs, are decided again, and only the links that changed are written:
     the cost follows the write, not the store. Otherwise the graph is derived
     whole and replaced, and a usable index starts its bookkeeping from it."""
-    methods = _method_links(store)
     index = index_of(store)
     if index is not None and not index.read_only:
 
         def change(db: sqlite3.Connection) -> int:
+            # The method links: from the index's statement rows when it holds
+            # every paper's, else read from the store.
+            held = taxonomy_rows.holds_statements(db)
             if taxonomy_rows.tracked(db):
+                methods = None if held else _method_links(store)
                 found = taxonomy_rows.derive_changes(
                     db, _TASK_PREFIX, task_key, broader_of, methods
                 )
@@ -137,13 +140,14 @@ def derive_taxonomy(store: GraphStore) -> int:
             iris = taxonomy_rows.task_iris(db)
             keys = {task_key(i): i for i in iris if i.startswith(_TASK_PREFIX)}
             tasks = [(key, iri, broader_of(key, keys.get)) for key, iri in sorted(keys.items())]
+            methods = stated_links(taxonomy_rows.stated_pairs(db)) if held else _method_links(store)
             links = [(iri, b) for _key, iri, b in tasks if b is not None] + methods
             _replace_graph(store, links)
             taxonomy_rows.reset(db, tasks, methods)
             return len(set(links))
 
         return int(index.write_taxonomy(change))
-    links = broader_links(task_iris(store)) + methods
+    links = broader_links(task_iris(store)) + _method_links(store)
     _replace_graph(store, links)
     written = store.search_index()
     if isinstance(written, Index) and not written.read_only:

@@ -1,6 +1,5 @@
-"""The index database: a SQLite file (standard library) beside the store.
-
-It holds what REST reads would otherwise compute by scanning the graph:
+"""The index database: a SQLite file (standard library) beside the store. It
+holds what REST reads would otherwise compute by scanning the graph:
 
 * ``papers`` and ``papers_fts`` — each paper's id, title and abstract, with an
   FTS5 full-text index (Porter-stemmed words, BM25 ranking);
@@ -39,7 +38,7 @@ from uuid import uuid4
 from kg.store.index.evidence_rows import EVIDENCE_SCHEMA, add_evidence, remove_evidence
 from kg.store.index.result_rows import RESULTS_SCHEMA, add_results, remove_results
 from kg.store.index.rows import RELATION_TYPE, EntityInfo, PaperRow
-from kg.store.index.taxonomy_rows import TAXONOMY_SCHEMA, note_type
+from kg.store.index.taxonomy_rows import TAXONOMY_SCHEMA, add_stated, note_type, remove_stated
 
 SCHEMA_VERSION = "4"
 """2: ``names_entity`` (names by entity row id, for graph neighbourhoods); 3:
@@ -474,8 +473,8 @@ def _add_paper(db: sqlite3.Connection, row: PaperRow, deltas: _Deltas) -> None:
         )
     _bump(db, "class:Claim", len(row.claims))
     add_results(db, pid, row.paper_id, row.results)
-    if row.evidence is not None:
-        add_evidence(db, pid, row.evidence)
+    add_stated(db, pid, row.stated)
+    add_evidence(db, pid, row.evidence)
 
 
 def _remove_paper(db: sqlite3.Connection, paper_id: str, deltas: _Deltas) -> None:
@@ -493,6 +492,7 @@ def _remove_paper(db: sqlite3.Connection, paper_id: str, deltas: _Deltas) -> Non
     db.executemany("DELETE FROM claim_details WHERE cid=?", [(c,) for c in claims])
     db.execute("DELETE FROM claims WHERE pid=?", (pid,))
     remove_results(db, pid)
+    remove_stated(db, pid)
     remove_evidence(db, pid)
     _bump(db, "class:Claim", -len(claims))
     db.execute("DELETE FROM papers_fts WHERE rowid=?", (pid,))

@@ -102,8 +102,10 @@ def evidence_rows(quads: Iterable[Quad]) -> Evidence:
     return Evidence(surfaces, sorted(definitions))
 
 
-def add_evidence(db: sqlite3.Connection, pid: int, evidence: Evidence) -> None:
-    """Add a paper's evidence rows (inside the index's write transaction)."""
+def add_evidence(db: sqlite3.Connection, pid: int, evidence: Evidence | None) -> None:
+    """Add a paper's evidence rows (inside the index's write transaction), if it has any."""
+    if evidence is None:
+        return
     db.executemany(
         "INSERT INTO surfaces VALUES (?,?,?,?,?,?,?,?,?,?)",
         [

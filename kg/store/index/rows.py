@@ -18,6 +18,7 @@ from pyoxigraph import NamedNode, Quad
 from kg import schema
 from kg.store.index.evidence_rows import Evidence, evidence_rows
 from kg.store.index.result_rows import ResultRow, result_rows
+from kg.store.index.taxonomy_rows import stated_rows
 from kg.vocab import DCTERMS, KG, RDF, SKOS
 
 RELATION_TYPE = {KG[r.name].value: k.name for k, r in schema.relations()}
@@ -91,6 +92,8 @@ class PaperRow:
     """The paper's results (:mod:`kg.store.index.results`)."""
     evidence: Evidence | None = None
     """The paper's surface forms and acronym definitions (consolidation's evidence)."""
+    stated: list[tuple[str, str]] = field(default_factory=list)
+    """The method taxonomy pairs the paper states (:mod:`kg.store.index.taxonomy_rows`)."""
 
     def claim_detail(self, claim: ClaimRow) -> dict[str, Any]:
         """What ``GET /claims`` shows of a claim, without entity labels (read
@@ -179,7 +182,7 @@ def paper_row(paper_id: str, iri: str, quads: Iterable[Quad]) -> PaperRow:
                 numbers.setdefault(s, []).append(float(o))
     return PaperRow(
         paper_id, iri, title, abstract, links, list(claims.values()), numbers, props,
-        result_rows(quads), evidence_rows(quads),
+        result_rows(quads), evidence_rows(quads), stated_rows(quads),
     )  # fmt: skip
 
 
