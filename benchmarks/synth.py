@@ -372,6 +372,15 @@ class Generator:
         return Entity(self.types[t], key, key, entity_iri(t, key), component="synth")
 
 
+def derive_taxonomy_once(store: Any) -> float:
+    """Derive the task taxonomy once, as ``kg ingest`` does after writing; its seconds."""
+    from kg.store.taxonomy import derive_taxonomy
+
+    started = time.perf_counter()
+    derive_taxonomy(store)
+    return time.perf_counter() - started
+
+
 def build(
     store_dir: Path,
     papers: int,
@@ -404,6 +413,7 @@ def build(
         timings["generate"] += t1 - t0
         timings["map"] += t2 - t1
         timings["write"] += t3 - t2
+    timings["taxonomy"] = derive_taxonomy_once(store)
     store.close()
     timings["seconds"] = time.perf_counter() - started
     timings["papers"] = papers

@@ -16,7 +16,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from benchmarks.synth import STATS, Generator
+from benchmarks.synth import STATS, Generator, derive_taxonomy_once
 
 _GEN: Generator | None = None
 
@@ -192,6 +192,7 @@ def build_fast(
                 flush=True,
             )
     chunks.close()
+    timings["taxonomy"] = derive_taxonomy_once(store)
     store.close()
     timings["seconds"] = time.perf_counter() - started
     timings["papers"] = done

@@ -515,3 +515,33 @@ def test_text_hit_bitmaps_follow_commits(store_copy: Path) -> None:
     total, rows = ix.filtered_papers(index, [iri], "quokkaword", 10, 0)
     assert (total, [r[1] for r in rows]) == (1, [paper_id])
     index.close()
+
+
+def test_kept_entity_paper_lists_follow_commits(store_copy: Path) -> None:
+    import sqlite3
+
+    from kg.store.index import read as ix
+    from kg.store.index.db import Index
+
+    path = Path(f"{store_copy}.index.sqlite")
+    index = Index(path, read_only=True)
+    db = index.reader()
+    eid, iri, rel = db.execute(
+        "SELECT e.eid, e.iri, l.rel FROM entities e JOIN links l ON l.eid = e.eid "
+        "WHERE e.papers > 0 LIMIT 1"
+    ).fetchone()
+    pid, paper_id = db.execute(
+        "SELECT pid, id FROM papers WHERE pid NOT IN (SELECT pid FROM links WHERE eid = ?) LIMIT 1",
+        (eid,),
+    ).fetchone()
+    with sqlite3.connect(path) as other:
+        other.execute(
+            "UPDATE papers_fts SET abstract = abstract || ' wombatword' WHERE rowid = ?", (pid,)
+        )
+    assert ix.filtered_papers(index, [iri], "wombatword", 10, 0)[0] == 0  # both lists now held
+    # Another connection links the entity to the paper: the kept list must not answer.
+    with sqlite3.connect(path) as other:
+        other.execute("INSERT INTO links VALUES (?, ?, ?, ?)", (eid, paper_id, rel, pid))
+    total, rows = ix.filtered_papers(index, [iri], "wombatword", 10, 0)
+    assert (total, [r[1] for r in rows]) == (1, [paper_id])
+    index.close()

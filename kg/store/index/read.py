@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from kg.store.index.db import Index, version
+from kg.store.index.kept import filter_papers, text_hits
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 PREFIX_END = "\U0010ffff"  # sorts after every character: the end of a prefix range
@@ -156,13 +155,9 @@ def filtered_papers(
         # hand-back can wait a switch interval) and the test is a numpy gather,
         # where a Python loop over 13,000 papers took 5 ms and a second query
         # walked them again for the page.
+        # Both lists are kept by the connection until the next write (see kept.py).
         bits = np.frombuffer(text_hits(db, match), dtype=np.uint8)
-        (listed,) = db.execute(
-            f"SELECT group_concat(pid) FROM ({sql} ORDER BY l.paper_id)", args
-        ).fetchone()
-        if not listed:
-            return 0, []
-        pids = np.fromstring(listed, dtype=np.int64, sep=",")
+        pids = filter_papers(db, f"SELECT pid FROM ({sql} ORDER BY l.paper_id)", args)
         pids = pids[(pids >> 3) < bits.size]  # past the bitmap's end: no text matched
         matched = pids[(bits[pids >> 3] >> (pids & 7)) & 1 == 1]
         shown = [int(pid) for pid in matched[offset : offset + limit]]
@@ -179,47 +174,6 @@ def filtered_papers(
     found = db.execute(sql, args).fetchall()
     page = [pid for _paper_id, pid in found[offset : offset + limit]]
     return len(found), _papers_by_pid(db, page)
-
-
-TEXT_CACHE = 16
-"""Hit bitmaps of full-text queries each read connection keeps (see :func:`text_hits`)."""
-
-_hit_cache = threading.local()
-
-
-def text_hits(db: sqlite3.Connection, match: str) -> bytes:
-    """The papers matching an FTS query as a bitmap (bit ``pid`` set), kept per
-    connection for the :data:`TEXT_CACHE` latest queries until anything is
-    committed to the file (``PRAGMA data_version``, which sees other
-    connections' and processes' commits).
-
-    Intersected with an entity's papers inside SQLite, a word in nearly every
-    abstract was copied into a temporary B-tree on every request (≈ 20 ms for
-    99,000 matches at 100k papers); the bitmap is read once per change of the
-    index, 1 bit per paper (12.5 kB at 100k)."""
-    (stamp,) = db.execute("PRAGMA data_version").fetchone()
-    held = getattr(_hit_cache, "entry", None)
-    # The connection itself is held, so a new connection (another file, or a
-    # reopened one) never takes another's bitmaps by a reused id.
-    if held is None or held[0] is not db or held[1] != stamp:
-        held = _hit_cache.entry = (db, stamp, OrderedDict())
-    found: OrderedDict[str, bytes] = held[2]
-    bits = found.get(match)
-    if bits is not None:
-        found.move_to_end(match)
-        return bits
-    # One row (see fetch_rows) and numpy, not a Python loop over the matches.
-    (listed,) = db.execute(
-        "SELECT group_concat(rowid) FROM papers_fts WHERE papers_fts MATCH ?", (match,)
-    ).fetchone()
-    (top,) = db.execute("SELECT coalesce(max(rowid), 0) FROM papers_fts").fetchone()
-    hit = np.zeros((top // 8 + 1) * 8, dtype=bool)
-    if listed:
-        hit[np.fromstring(listed, dtype=np.int64, sep=",")] = True
-    bits = found[match] = np.packbits(hit, bitorder="little").tobytes()
-    if len(found) > TEXT_CACHE:
-        found.popitem(last=False)
-    return bits
 
 
 def text_papers(
