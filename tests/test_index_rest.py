@@ -489,35 +489,9 @@ def test_text_with_entity_filters_pages_like_one_intersection(both: tuple) -> No
                 assert [pid for _iri, pid, _t in rows] == every[offset : offset + limit]
 
 
-def test_text_hit_bitmaps_follow_commits(store_copy: Path) -> None:
-    import sqlite3
-
-    from kg.store.index import read as ix
-    from kg.store.index.db import Index
-
-    path = Path(f"{store_copy}.index.sqlite")
-    index = Index(path, read_only=True)
-    db = index.reader()
-    eid, pid, paper_id = db.execute(
-        "SELECT l.eid, l.pid, l.paper_id FROM links l JOIN entities e ON e.eid = l.eid "
-        "WHERE e.papers > 0 LIMIT 1"
-    ).fetchone()
-    iri = db.execute("SELECT iri FROM entities WHERE eid = ?", (eid,)).fetchone()[0]
-    assert ix.filtered_papers(index, [iri], "quokkaword", 10, 0)[0] == 0  # now held
-    # Another connection (a writer, possibly another process) commits the word.
-    with sqlite3.connect(path) as other:
-        title, abstract = other.execute(
-            "SELECT title, abstract FROM papers_fts WHERE rowid = ?", (pid,)
-        ).fetchone()
-        other.execute(
-            "UPDATE papers_fts SET abstract = ? WHERE rowid = ?", (abstract + " quokkaword", pid)
-        )
-    total, rows = ix.filtered_papers(index, [iri], "quokkaword", 10, 0)
-    assert (total, [r[1] for r in rows]) == (1, [paper_id])
-    index.close()
-
-
-def test_kept_entity_paper_lists_follow_commits(store_copy: Path) -> None:
+def test_kept_filters_follow_commits(store_copy: Path) -> None:
+    # A read connection keeps a word's hit bitmap and a filter's paper list
+    # (kg/store/index/kept.py): another connection's commit must drop both.
     import sqlite3
 
     from kg.store.index import read as ix
@@ -530,18 +504,25 @@ def test_kept_entity_paper_lists_follow_commits(store_copy: Path) -> None:
         "SELECT e.eid, e.iri, l.rel FROM entities e JOIN links l ON l.eid = e.eid "
         "WHERE e.papers > 0 LIMIT 1"
     ).fetchone()
+    linked, linked_id = db.execute(
+        "SELECT pid, paper_id FROM links WHERE eid = ?", (eid,)
+    ).fetchone()
     pid, paper_id = db.execute(
         "SELECT pid, id FROM papers WHERE pid NOT IN (SELECT pid FROM links WHERE eid = ?) LIMIT 1",
         (eid,),
     ).fetchone()
-    with sqlite3.connect(path) as other:
-        other.execute(
-            "UPDATE papers_fts SET abstract = abstract || ' wombatword' WHERE rowid = ?", (pid,)
-        )
-    assert ix.filtered_papers(index, [iri], "wombatword", 10, 0)[0] == 0  # both lists now held
-    # Another connection links the entity to the paper: the kept list must not answer.
-    with sqlite3.connect(path) as other:
-        other.execute("INSERT INTO links VALUES (?, ?, ?, ?)", (eid, paper_id, rel, pid))
-    total, rows = ix.filtered_papers(index, [iri], "wombatword", 10, 0)
-    assert (total, [r[1] for r in rows]) == (1, [paper_id])
+
+    def commit(sql: str, args: tuple) -> None:  # another writer, possibly another process
+        with sqlite3.connect(path) as other:
+            other.execute(sql, args)
+
+    assert ix.filtered_papers(index, [iri], "quokkaword", 10, 0)[0] == 0  # now held
+    commit("UPDATE papers_fts SET abstract = abstract || ' quokkaword' WHERE rowid = ?", (linked,))
+    total, rows = ix.filtered_papers(index, [iri], "quokkaword", 10, 0)
+    assert (total, [r[1] for r in rows]) == (1, [linked_id]), "the word's bitmap was read again"
+    commit("UPDATE papers_fts SET abstract = abstract || ' quokkaword' WHERE rowid = ?", (pid,))
+    assert ix.filtered_papers(index, [iri], "quokkaword", 10, 0)[0] == 1  # not linked yet
+    commit("INSERT INTO links VALUES (?, ?, ?, ?)", (eid, paper_id, rel, pid))
+    total, rows = ix.filtered_papers(index, [iri], "quokkaword", 10, 0)
+    assert total == 2 and paper_id in [r[1] for r in rows], "the filter's papers were read again"
     index.close()
