@@ -62,11 +62,15 @@ def broader_of(key: str, task: Callable[[str], str | None]) -> str | None:
     return None
 
 
+def _decided(task_iris: Iterable[str]) -> list[tuple[str, str, str | None]]:
+    """Each task as (key, IRI, its broader task's IRI or None), among these IRIs."""
+    keys = {task_key(iri): iri for iri in task_iris if iri.startswith(_TASK_PREFIX)}
+    return [(key, iri, broader_of(key, keys.get)) for key, iri in sorted(keys.items())]
+
+
 def broader_links(task_iris: Iterable[str]) -> list[tuple[str, str]]:
     """``(narrower, broader)`` IRI pairs among these task IRIs, by key suffix."""
-    keys = {task_key(iri): iri for iri in task_iris if iri.startswith(_TASK_PREFIX)}
-    found = ((iri, broader_of(key, keys.get)) for key, iri in sorted(keys.items()))
-    return [(iri, broader) for iri, broader in found if broader is not None]
+    return [(iri, broader) for _key, iri, broader in _decided(task_iris) if broader is not None]
 
 
 def taxonomy_quads(links: Iterable[tuple[str, str]]) -> list[Quad]:
@@ -100,15 +104,17 @@ def _method_links(store: GraphStore) -> list[tuple[str, str]]:
     return stated_links((r["narrower"].value, r["broader"].value) for r in pairs)
 
 
-def _graph_update(removed: Iterable[tuple[str, str]], added: Iterable[tuple[str, str]]) -> str:
+def _triples(links: Iterable[tuple[str, str]]) -> str:
     # IRIs below are pyoxigraph terms printed as escaped N-Triples, built from
     # stored task IRIs by kg.vocab: no raw input reaches the update text.
-    def body(links: Iterable[tuple[str, str]]) -> str:
-        quads = taxonomy_quads(links)
-        return " ".join(f"{q.subject} {q.predicate} {q.object} ." for q in quads)
+    return " ".join(f"{q.subject} {q.predicate} {q.object} ." for q in taxonomy_quads(links))
 
-    parts = [f"DELETE DATA {{ GRAPH {TAXONOMY_GRAPH} {{ {body(removed)} }} }}"] if removed else []
-    parts += [f"INSERT DATA {{ GRAPH {TAXONOMY_GRAPH} {{ {body(added)} }} }}"] if added else []
+
+def _graph_update(removed: Iterable[tuple[str, str]], added: Iterable[tuple[str, str]]) -> str:
+    parts = (
+        [f"DELETE DATA {{ GRAPH {TAXONOMY_GRAPH} {{ {_triples(removed)} }} }}"] if removed else []
+    )
+    parts += [f"INSERT DATA {{ GRAPH {TAXONOMY_GRAPH} {{ {_triples(added)} }} }}"] if added else []
     return DERIVED_UPDATE + " ;\n".join(parts)
 
 
@@ -137,9 +143,7 @@ def derive_taxonomy(store: GraphStore) -> int:
                     store.update(_graph_update(found.removed, found.added))
                 return taxonomy_rows.link_count(db)
             # Read inside the write so that no task another write adds is missed.
-            iris = taxonomy_rows.task_iris(db)
-            keys = {task_key(i): i for i in iris if i.startswith(_TASK_PREFIX)}
-            tasks = [(key, iri, broader_of(key, keys.get)) for key, iri in sorted(keys.items())]
+            tasks = _decided(taxonomy_rows.task_iris(db))
             methods = stated_links(taxonomy_rows.stated_pairs(db)) if held else _method_links(store)
             links = [(iri, b) for _key, iri, b in tasks if b is not None] + methods
             _replace_graph(store, links)
@@ -157,7 +161,7 @@ def derive_taxonomy(store: GraphStore) -> int:
 
 
 def _replace_graph(store: GraphStore, links: list[tuple[str, str]]) -> None:
-    body = " ".join(f"{q.subject} {q.predicate} {q.object} ." for q in taxonomy_quads(links))
+    body = _triples(links)
     store.update(
         DERIVED_UPDATE
         + f"DROP SILENT GRAPH {TAXONOMY_GRAPH} ;\n"

@@ -122,7 +122,8 @@ GENERATION = "results:generation"
 key under which :class:`IndexedResults` remembers its answers."""
 
 
-def _bump(db: sqlite3.Connection) -> None:
+def bump_generation(db: sqlite3.Connection) -> None:
+    """Mark a change of the results or taxonomy tables (:data:`GENERATION`)."""
     db.execute(
         "INSERT INTO counts VALUES (?, 1) ON CONFLICT(key) DO UPDATE SET n = n + 1", (GENERATION,)
     )
@@ -130,7 +131,7 @@ def _bump(db: sqlite3.Connection) -> None:
 
 def add_results(db: sqlite3.Connection, pid: int, paper_id: str, rows: list[ResultRow]) -> None:
     """Add a paper's result rows (inside the index's write transaction)."""
-    _bump(db)
+    bump_generation(db)
     db.executemany(
         "INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         [
@@ -159,13 +160,13 @@ def add_results(db: sqlite3.Connection, pid: int, paper_id: str, rows: list[Resu
 
 def remove_results(db: sqlite3.Connection, pid: int) -> None:
     """Take a paper's result rows out."""
-    _bump(db)
+    bump_generation(db)
     db.execute("DELETE FROM results WHERE pid=?", (pid,))
 
 
 def replace_taxonomy(db: sqlite3.Connection, links: Iterable[tuple[str, str]]) -> None:
     """Replace the ``taxonomy`` table with these ``(narrower, broader)`` links."""
-    _bump(db)
+    bump_generation(db)
     # Links from elsewhere: the bookkeeping of kg.store.index.taxonomy_rows no longer holds.
     db.execute("DELETE FROM meta WHERE key = 'taxonomy'")
     db.execute("DELETE FROM taxonomy")

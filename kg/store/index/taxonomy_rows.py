@@ -34,11 +34,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pyoxigraph import Quad
 
-from kg.store.index.result_rows import GENERATION, replace_taxonomy
+from kg.mapping.consolidation import text
+from kg.store.index.result_rows import bump_generation, replace_taxonomy
 from kg.vocab import KG, RDF
 
 TAXONOMY_SCHEMA = """
@@ -57,7 +57,6 @@ INSERT OR IGNORE INTO meta SELECT 'stated', 'ok' WHERE NOT EXISTS (SELECT 1 FROM
 """
 
 _DERIVED = "derived"
-_END = "\U0010ffff"  # after every character: a key range's end
 Link = tuple[str, str]
 BroaderOf = Callable[[str, Callable[[str], str | None]], str | None]
 """The rule: a task key and a lookup (key → the task's IRI, or None) to its broader task's IRI."""
@@ -85,17 +84,12 @@ def stated_rows(quads: Iterable[Quad]) -> list[Link]:
     ends: dict[str, dict[str, str]] = {}
     for q in quads:
         if q.predicate == RDF.type and q.object == KG.TaxonomyStatement:
-            kinds.add(_value(q.subject))
+            kinds.add(text(q.subject))
         elif q.predicate in (RDF.subject, RDF.object):
-            ends.setdefault(_value(q.subject), {})[q.predicate.value] = _value(q.object)
+            ends.setdefault(text(q.subject), {})[q.predicate.value] = text(q.object)
     sub, obj = RDF.subject.value, RDF.object.value
     found = (ends.get(statement, {}) for statement in kinds)
     return sorted((e[sub], e[obj]) for e in found if sub in e and obj in e)
-
-
-def _value(term: Any) -> str:
-    """A term's lexical value (our graphs hold no RDF-star triple terms)."""
-    return str(term.value)
 
 
 def add_stated(db: sqlite3.Connection, pid: int, pairs: list[Link]) -> None:
@@ -112,10 +106,14 @@ def remove_stated(db: sqlite3.Connection, pid: int) -> None:
         db.execute("DELETE FROM stated WHERE pid = ?", (pid,))
 
 
+def _meta(db: sqlite3.Connection, key: str) -> str | None:
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
 def holds_statements(db: sqlite3.Connection) -> bool:
     """Whether the ``stated`` table holds every paper's statements."""
-    row = db.execute("SELECT value FROM meta WHERE key = 'stated'").fetchone()
-    return row is not None and row[0] == "ok"
+    return _meta(db, "stated") == "ok"
 
 
 def stated_pairs(db: sqlite3.Connection) -> list[Link]:
@@ -138,8 +136,24 @@ def _stated_link(db: sqlite3.Connection, narrower: str, broader: str) -> bool:
 
 def tracked(db: sqlite3.Connection) -> bool:
     """Whether the bookkeeping describes the taxonomy table (see the module docstring)."""
-    row = db.execute("SELECT value FROM meta WHERE key = 'taxonomy'").fetchone()
-    return row is not None and row[0] == _DERIVED
+    return _meta(db, "taxonomy") == _DERIVED
+
+
+def _task(db: sqlite3.Connection, key: str) -> tuple[str, str | None] | None:
+    """A task key's (IRI, broader IRI) as of the bookkeeping, or None."""
+    return db.execute(
+        "SELECT iri, broader FROM taxonomy_tasks WHERE rkey = ?", (key[::-1],)
+    ).fetchone()
+
+
+def _was_stated(db: sqlite3.Connection, link: Link) -> bool:
+    """Whether the last derivation kept this method link."""
+    return (
+        db.execute(
+            "SELECT 1 FROM taxonomy_stated WHERE narrower = ? AND broader = ?", link
+        ).fetchone()
+        is not None
+    )
 
 
 def task_iris(db: sqlite3.Connection) -> list[str]:
@@ -194,36 +208,37 @@ def derive_changes(
     new: dict[str, str | None] = {}
     keys = {key_of(iri): iri for iri in changed if iri.startswith(prefix)}
     for key, iri in keys.items():
-        row = db.execute(
-            "SELECT broader FROM taxonomy_tasks WHERE rkey = ?", (key[::-1],)
-        ).fetchone()
+        row = _task(db, key)
         if iri in now:
             if row is None:
                 old[iri] = None
                 db.execute("INSERT INTO taxonomy_tasks VALUES (?, ?, NULL)", (key[::-1], iri))
         elif row is not None:
-            old[iri], new[iri] = row[0], None
+            old[iri], new[iri] = row[1], None
             db.execute("DELETE FROM taxonomy_tasks WHERE rkey = ?", (key[::-1],))
 
     def task(key: str) -> str | None:
-        row = db.execute("SELECT iri FROM taxonomy_tasks WHERE rkey = ?", (key[::-1],)).fetchone()
+        row = _task(db, key)
         return row[0] if row else None
 
     # The tasks to decide again: the changed ones still tasks, and every task
     # whose key ends with a changed key ("offline-rl" when "rl" came or went).
     decide = {key for key, iri in keys.items() if iri in now}
     for key in keys:
-        low = key[::-1] + "-"
+        # Reversed keys that start with the reversed key and "-": up to the same
+        # text and ".", the character after "-".
+        low = key[::-1]
         decide.update(
             rkey[::-1]
             for (rkey,) in db.execute(
-                "SELECT rkey FROM taxonomy_tasks WHERE rkey >= ? AND rkey < ?", (low, low + _END)
+                "SELECT rkey FROM taxonomy_tasks WHERE rkey >= ? AND rkey < ?",
+                (low + "-", low + "."),
             )
         )
     for key in sorted(decide):
-        iri, before = db.execute(
-            "SELECT iri, broader FROM taxonomy_tasks WHERE rkey = ?", (key[::-1],)
-        ).fetchone()
+        row = _task(db, key)
+        assert row is not None, "every key decided again is a task"
+        iri, before = row
         after = broader_of(key, task)
         old.setdefault(iri, before)
         new[iri] = after
@@ -234,13 +249,7 @@ def derive_changes(
     if stated is None:
         pairs = db.execute("SELECT narrower, broader FROM stated_changes").fetchall()
         touched = sorted({*pairs, *((b, n) for n, b in pairs)})
-        stated_before = {
-            link
-            for link in touched
-            if db.execute(
-                "SELECT 1 FROM taxonomy_stated WHERE narrower = ? AND broader = ?", link
-            ).fetchone()
-        }
+        stated_before = {link for link in touched if _was_stated(db, link)}
         stated_now = {link for link in touched if _stated_link(db, *link)}
         decided: set[Link] | None = set(touched)
     else:
@@ -251,23 +260,15 @@ def derive_changes(
     def stated_link(link: Link, now: bool) -> bool:
         if decided is None or link in decided:
             return link in (stated_now if now else stated_before)
-        # A pair no statement of the write touched is what it was.
-        return (
-            db.execute(
-                "SELECT 1 FROM taxonomy_stated WHERE narrower = ? AND broader = ?", link
-            ).fetchone()
-            is not None
-        )
+        return _was_stated(db, link)  # a pair no statement of the write touched
 
     def task_link(narrower: str, broader: str, moved: dict[str, str | None]) -> bool:
         if narrower in moved:
             return moved[narrower] == broader
         if not narrower.startswith(prefix):
             return False
-        row = db.execute(
-            "SELECT broader FROM taxonomy_tasks WHERE rkey = ?", (key_of(narrower)[::-1],)
-        ).fetchone()
-        return row is not None and row[0] == broader
+        row = _task(db, key_of(narrower))
+        return row is not None and row[1] == broader
 
     # A link is in the table if it is a task link or a stated one, or both.
     candidates = {(n, b) for n, b in old.items() if b is not None}
@@ -290,10 +291,7 @@ def derive_changes(
     db.execute("DELETE FROM task_changes")
     db.execute("DELETE FROM stated_changes")
     if change.removed or change.added:
-        db.execute(
-            "INSERT INTO counts VALUES (?, 1) ON CONFLICT(key) DO UPDATE SET n = n + 1",
-            (GENERATION,),
-        )
+        bump_generation(db)
     return change
 
 
