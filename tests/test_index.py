@@ -131,14 +131,17 @@ def scanned(store) -> dict[str, object]:  # noqa: ANN001
         s["claim"].value
         for s in reg.run(store, "claims-with-value", {"min_value": 0, "max_value": 10})
     }
-    prefix = {
-        s["entity"].value
-        for s in reg.run(
-            store,
-            "entities-by-type-prefix",
-            {"type": "https://w3id.org/mlkg/ontology#Method", "prefix": "TR"},
-        )
-    }
+    prefix = sorted(
+        (
+            (s["entity"].value, int(s["papers"].value))
+            for s in reg.run(
+                store,
+                "entities-by-type-prefix",
+                {"type": "https://w3id.org/mlkg/ontology#Method", "prefix": "TR"},
+            )
+        ),
+        key=lambda e: (-e[1], e[0]),
+    )
     labels = {
         s["e"].value: s["l"].value
         for s in store.query(
@@ -177,7 +180,10 @@ def indexed(index) -> dict[str, object]:  # noqa: ANN001
     }
     claims = {iri for (iri,) in db.execute("SELECT iri FROM claims WHERE subject IS NOT NULL")}
     _, valued = index_read.claims(index, {"min_value": 0, "max_value": 10}, 10_000, 0)
-    _, prefix = index_read.ranked_entities(index, "Method", "TR", 10_000, 0)
+    # Pages of two: a page's entities come from the top popularity tiers only.
+    total, prefix = index_read.ranked_entities(index, "Method", "TR", 2, 0)
+    while len(prefix) < total:
+        prefix += index_read.ranked_entities(index, "Method", "TR", 2, len(prefix))[1]
     return {
         "per_entity": per_entity,
         "classes": index_read.class_counts(index),
@@ -185,12 +191,46 @@ def indexed(index) -> dict[str, object]:  # noqa: ANN001
         "linked": {t: n for t, n in linked.items() if n},
         "claims_about": claims,
         "valued": set(valued),
-        "prefix": {r[0] for r in prefix},
+        "prefix": [(r[0], r[3]) for r in prefix],
         # what a write reads to merge labels instead of asking the store
         "labels": index_read.preferred_labels(
             index, (iri for (iri,) in db.execute("SELECT iri FROM entities"))
         ),
     }
+
+
+def assert_counters_hold(index) -> None:  # noqa: ANN001
+    """The index's maintained counters equal what its own rows give: claims
+    per filter value, and every name of a typed entity filed under its type
+    and the tier of its paper count (kg.store.index.counters)."""
+    from kg.store.index.counters import CLAIM_FILTERS, tier
+
+    db = index.reader()
+    counted = {
+        k: n for k, n in db.execute("SELECT key, n FROM counts WHERE key LIKE 'claims:%'") if n
+    }
+    grouped = {
+        f"claims:{c}:{v}": n
+        for c in CLAIM_FILTERS
+        for v, n in db.execute(
+            f"SELECT {c}, count(*) FROM claims WHERE {c} IS NOT NULL GROUP BY {c}"
+        )
+    }
+    assert counted == grouped
+    filed = set(db.execute("SELECT type, tier, lname, eid, iri, prev FROM tier_names"))
+    rows = sorted(
+        db.execute(
+            "SELECT DISTINCT e.type, e.papers, n.lname, n.eid, e.iri FROM names n JOIN entities e "
+            "ON e.eid = n.eid WHERE e.type IS NOT NULL AND e.papers > 0"
+        ),
+        key=lambda r: (r[3], r[2]),
+    )
+    # Each name with its entity's name before it in order (None for the first).
+    named = {
+        (t, tier(papers), lname, eid, iri, rows[i - 1][2] if i and rows[i - 1][3] == eid else None)
+        for i, (t, papers, lname, eid, iri) in enumerate(rows)
+    }
+    assert filed == named
 
 
 def test_index_equals_scans_after_random_writes(tmp_path: Path) -> None:
@@ -219,6 +259,7 @@ def test_index_equals_scans_after_random_writes(tmp_path: Path) -> None:
             index = index_of(store)
             assert index is not None
             assert indexed(index) == scanned(store), f"after step {step}"
+            assert_counters_hold(index)
     index = index_of(store)
     expected = indexed(index)
     # A rebuild from the store gives the same aggregates.
@@ -228,6 +269,7 @@ def test_index_equals_scans_after_random_writes(tmp_path: Path) -> None:
     from kg.store.index.db import Index
 
     assert indexed(Index(rebuilt)) == expected
+    assert_counters_hold(Index(rebuilt))
 
 
 def test_a_write_merges_labels_alike_with_and_without_the_index(tmp_path: Path) -> None:

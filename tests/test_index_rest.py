@@ -278,17 +278,13 @@ def test_task_filters_with_narrower_tasks_are_read_from_the_index(
         assert pages == [p["id"] for p in wide["items"]], "pages follow one order"
 
 
-@pytest.mark.parametrize("sort_always", [0, 5_000])
-def test_prefix_lists_page_like_one_sort(
-    both: tuple, sort_always: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_prefix_lists_page_like_one_sort(both: tuple) -> None:
     from kg.store.index import read as ix
 
-    # 0: the rank walk wherever its estimate is cheaper; 5,000: every list here sorted.
-    monkeypatch.setattr(ix, "SORT_ALWAYS", sort_always)
     indexed, _scanning = both
     index = indexed.app.state.store.search_index()
     db = index.reader()
+    tiers: set[int] = set()
     for type_name in ("Task", "Method", "Dataset"):
         for prefix in ("r", "tr", "Un", "c", "zzz"):
             low = prefix.lower()
@@ -302,6 +298,9 @@ def test_prefix_lists_page_like_one_sort(
                 total, page = ix.ranked_entities(index, type_name, prefix, limit, offset)
                 assert total == len(every), (type_name, prefix)
                 assert page == every[offset : offset + limit], (type_name, prefix, limit, offset)
+            tiers.update(papers.bit_length() for *_entity, papers in every)
+    # Pages read the top popularity tiers only: these lists cross several.
+    assert len(tiers) >= 3
 
 
 def test_text_ranking_is_bounded_and_pages_cover_every_match(
@@ -427,34 +426,63 @@ def test_entity_papers_are_paged_alike(both: tuple) -> None:
     assert indexed.get(top["href"] + "?papers_offset=-1").status_code == 422
 
 
-def test_prefix_lists_from_an_older_index_file_alike(store_copy: Path) -> None:
+def test_an_older_index_file_is_upgraded_to_tiers_and_claim_counters(
+    store_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import sqlite3
 
+    from kg.store.embedded import open_store
+    from kg.store.index import index_of
     from kg.store.index import read as ix
     from kg.store.index.db import Index, version
 
     path = Path(f"{store_copy}.index.sqlite")
-    cases = [("Task", "r"), ("Method", "tr"), ("Dataset", "c"), ("Metric", "a")]
+    cases = [("Task", "r"), ("Method", "tr"), ("Method", "l"), ("Dataset", "c"), ("Metric", "a")]
 
     def lists(index: Index) -> list:
-        return [ix.ranked_entities(index, t, p, 3, 1) for t, p in cases]
+        """Every case's entities in pages of three."""
+        out = []
+        for type_name, prefix in cases:
+            total, page = ix.ranked_entities(index, type_name, prefix, 3, 0)
+            while len(page) < total:
+                page += ix.ranked_entities(index, type_name, prefix, 3, len(page))[1]
+            out.append((total, page))
+        return out
+
+    def claim_totals(index: Index) -> list[int]:
+        kinds = [k for (k,) in index.reader().execute("SELECT DISTINCT kind FROM claims")]
+        return [ix.claims(index, {"kind": k}, 1, 0)[0] for k in kinds]
 
     current = Index(path)
-    assert version(current.reader()) == 4
+    assert version(current.reader()) == 5
     expected = lists(current)
+    kinds = current.reader().execute("SELECT kind, count(*) FROM claims GROUP BY kind").fetchall()
+    assert claim_totals(current) == [n for _k, n in kinds] and sum(n for _k, n in kinds) > 0
     current.close()
-    # A schema-2 file: no type_names. Read-only, it answers from names; opened
-    # for writing, it is filled from names and answers alike.
+    # A schema-4 file: names by type without tiers, no claim counters. Read-only
+    # it is not used (the store is scanned); opened for writing it is upgraded.
     db = sqlite3.connect(path)
-    db.executescript("DROP TABLE type_names; UPDATE meta SET value = '2' WHERE key = 'version';")
+    db.executescript(
+        "CREATE TABLE type_names (type TEXT NOT NULL, lname TEXT NOT NULL, eid INTEGER NOT NULL, "
+        "PRIMARY KEY (type, lname, eid)) WITHOUT ROWID; "
+        "INSERT INTO type_names SELECT e.type, n.lname, n.eid FROM names n JOIN entities e "
+        "ON e.eid = n.eid WHERE e.type IS NOT NULL; DROP TABLE tier_names; "
+        "DELETE FROM counts WHERE key LIKE 'claims:%'; "
+        "UPDATE meta SET value = '4' WHERE key = 'version';"
+    )
     db.close()
     old = Index(path, read_only=True)
-    assert version(old.reader()) == 2 and lists(old) == expected
+    assert version(old.reader()) == 4 and not old.trusted
     old.close()
-    upgraded = Index(path)
-    # 3, not 4: only kg reindex fills the results tables.
-    assert version(upgraded.reader()) == 3 and lists(upgraded) == expected
-    upgraded.close()
+    # Opening the store, even read-only (kg serve without an update token), upgrades it.
+    monkeypatch.delenv("KG_INDEX", raising=False)  # the module's scanning service sets it
+    store = open_store(store_copy, read_only=True)
+    upgraded = index_of(store)
+    assert upgraded is not None and version(upgraded.reader()) == 5
+    assert lists(upgraded) == expected and claim_totals(upgraded) == [n for _k, n in kinds]
+    tables = {r[0] for r in upgraded.reader().execute("SELECT name FROM sqlite_master")}
+    assert "type_names" not in tables
+    store.close()
 
 
 def _filtered_by_sql(db: object, eids: list[int], match: str) -> list[str]:

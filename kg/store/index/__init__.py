@@ -25,7 +25,7 @@ from kg.mapping.consolidation import text
 from kg.mapping.papers import PaperQuads
 from kg.store.common import GraphStore
 from kg.store.index import read as ix
-from kg.store.index.db import SCHEMA_VERSION, Index, IndexError_
+from kg.store.index.db import SCHEMA_VERSION, Index, IndexError_, upgrade_file
 from kg.store.index.result_rows import replace_taxonomy
 from kg.store.index.rows import EntityInfo, PaperRow, entity_infos, paper_row
 from kg.store.queries import default_registry
@@ -251,6 +251,8 @@ def with_index(store: GraphStore, path: Path | None = None) -> IndexedStore:
     remote URL now served by another server)."""
     target = path or index_path(store.location)
     read_only = store.read_only
+    if read_only and upgrade_file(target):
+        log.info("the index at %s was brought up to schema version %s", target, SCHEMA_VERSION)
     # Read-only and missing: every read of its state fails, so it is never used.
     index = Index(target, read_only=read_only)
     if index.version() not in (None, SCHEMA_VERSION):

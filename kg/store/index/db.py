@@ -13,7 +13,9 @@ holds what REST reads would otherwise compute by scanning the graph:
   (97 % are in one at 100k papers: a rank entry each cost a page per write);
 * ``claims`` / ``claim_values`` / ``claim_details`` — each claim's filters,
   stated numbers and JSON (what ``GET /claims`` shows, without labels);
-* ``counts`` — class counts for ``/stats`` and linked entities per type.
+* ``counts`` — class counts for ``/stats``, linked entities per type and claims
+  per filter value; ``tier_names`` — names by type and popularity tier, for
+  ``?prefix=`` (both in :mod:`.counters`).
 
 Every aggregate is changed by the write that changes its inputs (adding a paper
 adds its contributions; replacing or deleting one first takes them away), so a
@@ -30,21 +32,31 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
-from itertools import permutations
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+from kg.store.index.counters import (
+    TIER_SCHEMA,
+    Deltas,
+    bump,
+    bump_claims,
+    file_names,
+    fill_claim_counts,
+    fill_tier_names,
+)
 from kg.store.index.evidence_rows import EVIDENCE_SCHEMA, add_evidence, remove_evidence
 from kg.store.index.result_rows import RESULTS_SCHEMA, add_results, remove_results
 from kg.store.index.rows import RELATION_TYPE, EntityInfo, PaperRow
 from kg.store.index.taxonomy_rows import TAXONOMY_SCHEMA, add_stated, note_type, remove_stated
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 """2: ``names_entity`` (names by entity row id, for graph neighbourhoods); 3:
-``type_names`` (names by type, for ``?prefix=``), filled from ``names`` when an
-older file is opened for writing; 4: the results and taxonomy tables, which only
-``kg reindex`` fills: a file older than 4 is not used until then."""
+names by type, for ``?prefix=``; 4: the results and taxonomy tables, which only
+``kg reindex`` fills: a file older than 4 is not used until then; 5: names by
+type and tier (``tier_names``, in place of 3's ``type_names``) and claims
+counted per filter value, both filled when a file of 3 or 4 is opened for
+writing (:mod:`.counters`)."""
 
 SCHEMA = (
     """
@@ -61,9 +73,6 @@ CREATE TABLE IF NOT EXISTS names (
   lname TEXT NOT NULL, eid INTEGER NOT NULL, name TEXT NOT NULL,
   PRIMARY KEY (lname, eid, name)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS names_entity ON names (eid);
-CREATE TABLE IF NOT EXISTS type_names (
-  type TEXT NOT NULL, lname TEXT NOT NULL, eid INTEGER NOT NULL,
-  PRIMARY KEY (type, lname, eid)) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS names_tri USING fts5(
   lname, eid UNINDEXED, name UNINDEXED, tokenize = 'trigram');
 CREATE TABLE IF NOT EXISTS links (
@@ -92,6 +101,7 @@ CREATE TABLE IF NOT EXISTS counts (key TEXT PRIMARY KEY, n INTEGER NOT NULL);
     + RESULTS_SCHEMA
     + EVIDENCE_SCHEMA
     + TAXONOMY_SCHEMA
+    + TIER_SCHEMA
 )
 
 
@@ -229,14 +239,9 @@ class Index:
                         "UPDATE entities SET label=? WHERE eid=? AND label IS NULL",
                         (info.label, eid),
                     )
-                for name in info.names:
-                    if _add_name(db, eid, name):
-                        db.execute(
-                            "INSERT OR IGNORE INTO type_names SELECT type, ?, eid FROM entities "
-                            "WHERE eid = ? AND type IS NOT NULL",
-                            (name.lower(), eid),
-                        )
-            deltas = _Deltas()
+                if [name for name in info.names if _add_name(db, eid, name)]:
+                    file_names(db, eid)
+            deltas = Deltas()
             for row in rows:
                 _remove_paper(db, row.paper_id, deltas)
                 _add_paper(db, row, deltas)
@@ -262,17 +267,12 @@ class Index:
                 old_type = row[1] if row is not None else None
                 new_type = info.type if info is not None else None
                 if old_type != new_type:
-                    _bump(db, f"class:{old_type}", -1) if old_type else None
-                    _bump(db, f"class:{new_type}", 1) if new_type else None
+                    bump(db, f"class:{old_type}", -1) if old_type else None
+                    bump(db, f"class:{new_type}", 1) if new_type else None
                     db.execute("UPDATE entities SET type=? WHERE eid=?", (new_type, eid))
                     note_type(db, iri, old_type, new_type)  # the taxonomy's bookkeeping
                 keep = info.names if info is not None else set()
-                # The type's name rows are rebuilt from the names below.
-                for name in old_names.get(iri, set()) | keep:
-                    db.execute(
-                        "DELETE FROM type_names WHERE type=? AND lname=? AND eid=?",
-                        (old_type, name.lower(), eid),
-                    )
+                # The entity's tier_names rows are filed again from the names below.
                 for name in old_names.get(iri, set()) - keep:
                     _drop_name(db, eid, name)
                 if info is None:
@@ -280,21 +280,17 @@ class Index:
                         db.execute("DELETE FROM entities WHERE eid=?", (eid,))
                     else:
                         db.execute("UPDATE entities SET label=NULL WHERE eid=?", (eid,))
+                    file_names(db, eid)
                     continue
                 db.execute("UPDATE entities SET label=? WHERE eid=?", (info.label, eid))
                 for name in info.names:
                     _add_name(db, eid, name)
-                if new_type is not None:
-                    db.execute(
-                        "INSERT OR IGNORE INTO type_names SELECT ?, lname, eid FROM names "
-                        "WHERE eid = ?",
-                        (new_type, eid),
-                    )
+                file_names(db, eid)
 
     def delete(self, paper_ids: Iterable[str]) -> None:
         """Take these papers and their contributions out."""
         with self._writer() as db:
-            deltas = _Deltas()
+            deltas = Deltas()
             for paper_id in paper_ids:
                 _remove_paper(db, paper_id, deltas)
             deltas.apply(db)
@@ -304,19 +300,40 @@ class Index:
 def _upgrade(db: sqlite3.Connection) -> None:
     """Record the schema version of a new file; fill what an older one lacks."""
     row = db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
-    if row is not None and int(row[0]) < 3:
+    if row is not None and int(row[0]) < int(SCHEMA_VERSION):
         db.execute("BEGIN IMMEDIATE")
+        fill_tier_names(db)
+        fill_claim_counts(db)
+        db.execute("DROP TABLE IF EXISTS type_names")
+        # 4 becomes 5; older files stay 3: only kg reindex fills the results tables.
         db.execute(
-            "INSERT OR IGNORE INTO type_names SELECT e.type, n.lname, n.eid FROM names n "
-            "JOIN entities e ON e.eid = n.eid WHERE e.type IS NOT NULL"
+            "UPDATE meta SET value = ? WHERE key = 'version'",
+            (SCHEMA_VERSION if int(row[0]) == 4 else "3",),
         )
-        # 3, not 4: the results tables are not filled here (kg reindex does it)
-        db.execute("UPDATE meta SET value = '3' WHERE key = 'version'")
         db.execute("COMMIT")
     elif row is None:
         db.execute("INSERT INTO meta VALUES ('version', ?)", (SCHEMA_VERSION,))
         # A new file holds every paper's evidence (an older one only the newer papers').
         db.execute("INSERT INTO meta VALUES ('evidence', 'ok')")
+
+
+def upgrade_file(path: Path) -> bool:
+    """Bring an index file of version 4 up to date, also for a store opened
+    read-only (the file is the index's, not the store's): version 5 only adds
+    tables filled from its own rows. Whether it was (False: nothing to do, or
+    the file cannot be written)."""
+    if not path.exists():
+        return False
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        old = version(db)
+        db.close()
+        if old != 4:
+            return False
+        Index(path).close()
+    except sqlite3.Error:
+        return False
+    return True
 
 
 def version(db: sqlite3.Connection) -> int:
@@ -357,89 +374,23 @@ def _rowid(cursor: sqlite3.Cursor) -> int:
     return cursor.lastrowid
 
 
-def _bump(db: sqlite3.Connection, key: str, by: int) -> None:
-    if by:
-        db.execute(
-            "INSERT INTO counts VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET n = n + ?",
-            (key, by, by),
-        )
-
-
 def _entity(db: sqlite3.Connection, iri: str, type_name: str | None) -> int:
     row = db.execute("SELECT eid, type FROM entities WHERE iri=?", (iri,)).fetchone()
     if row is not None:
         if row[1] is None and type_name is not None:
             db.execute("UPDATE entities SET type=? WHERE eid=?", (type_name, row[0]))
             note_type(db, iri, None, type_name)
-            db.execute(
-                "INSERT OR IGNORE INTO type_names SELECT ?, lname, eid FROM names WHERE eid = ?",
-                (type_name, row[0]),
-            )
-            _bump(db, "class:" + type_name, 1)
+            file_names(db, row[0])
+            bump(db, "class:" + type_name, 1)
         return row[0]
     cur = db.execute("INSERT INTO entities (iri, type) VALUES (?, ?)", (iri, type_name))
     note_type(db, iri, None, type_name)
     if type_name is not None:
-        _bump(db, "class:" + type_name, 1)
+        bump(db, "class:" + type_name, 1)
     return _rowid(cur)
 
 
-class _Deltas:
-    """What a write changes in the counters (papers per entity, co-occurrence),
-    summed over all its papers and applied once, in key order.
-
-    Applied paper by paper, every paper touched ~70 co-occurrence rows (and
-    their rank index) at random places in B-trees that grow with the store:
-    once those outgrow SQLite's page cache, each touch is a page read, and a
-    write into a 30,000-paper index cost 1.8× one into an empty index. Summed,
-    a pair named by several papers of the write is one update, and the updates
-    sweep the B-trees in order, reading each page once."""
-
-    def __init__(self) -> None:
-        self.papers: dict[int, int] = {}
-        self.types: dict[int, str] = {}  # eid → the type its relations give it
-        self.pairs: dict[tuple[int, int], list[Any]] = {}  # (a, b) → [change, b's type]
-
-    def link(self, linked: dict[int, str], by: int) -> None:
-        """Add (``by`` = 1) or take away (-1) one paper linking these entities."""
-        for eid, type_name in linked.items():
-            self.papers[eid] = self.papers.get(eid, 0) + by
-            self.types[eid] = type_name
-        for a, b in permutations(linked, 2):
-            pair = self.pairs.get((a, b))
-            if pair is None:
-                self.pairs[(a, b)] = [by, linked[b]]
-            else:
-                pair[0] += by
-
-    def apply(self, db: sqlite3.Connection) -> None:
-        """Write the summed changes."""
-        for eid, change in sorted(self.papers.items()):
-            if not change:
-                continue
-            (old,) = db.execute(
-                "UPDATE entities SET papers = papers + ? WHERE eid=? RETURNING papers - ?",
-                (change, eid, change),
-            ).fetchone()
-            if old == 0:
-                _bump(db, "linked:" + self.types[eid], 1)
-            elif old + change == 0:
-                _bump(db, "linked:" + self.types[eid], -1)
-        ups = sorted((a, b, t, n) for (a, b), (n, t) in self.pairs.items() if n > 0)
-        db.executemany(
-            "INSERT INTO cooc VALUES (?,?,?,?) ON CONFLICT(a, b) DO UPDATE SET n = n + excluded.n",
-            ups,
-        )
-        downs = sorted((a, b, n) for (a, b), (n, _type) in self.pairs.items() if n < 0)
-        db.executemany(
-            "UPDATE cooc SET n = n + ? WHERE a=? AND b=?", [(n, a, b) for a, b, n in downs]
-        )
-        db.executemany(
-            "DELETE FROM cooc WHERE a=? AND b=? AND n <= 0", [(a, b) for a, b, _n in downs]
-        )
-
-
-def _add_paper(db: sqlite3.Connection, row: PaperRow, deltas: _Deltas) -> None:
+def _add_paper(db: sqlite3.Connection, row: PaperRow, deltas: Deltas) -> None:
     pid = _rowid(
         db.execute(
             "INSERT INTO papers (id, iri, title) VALUES (?,?,?)", (row.paper_id, row.iri, row.title)
@@ -449,7 +400,7 @@ def _add_paper(db: sqlite3.Connection, row: PaperRow, deltas: _Deltas) -> None:
         "INSERT INTO papers_fts (rowid, title, abstract) VALUES (?,?,?)",
         (pid, row.title or "", row.abstract),
     )
-    _bump(db, "class:Paper", 1)
+    bump(db, "class:Paper", 1)
     linked: dict[int, str] = {}  # eid → the type its relations give it
     for iri, rel in sorted(row.links):
         eid = _entity(db, iri, None)
@@ -471,13 +422,14 @@ def _add_paper(db: sqlite3.Connection, row: PaperRow, deltas: _Deltas) -> None:
         db.executemany(
             "INSERT INTO claim_values VALUES (?, ?)", [(cid, n) for n in row.claim_values(claim)]
         )
-    _bump(db, "class:Claim", len(row.claims))
+    bump(db, "class:Claim", len(row.claims))
+    bump_claims(db, ((c.subject, c.metric, c.dataset, c.kind) for c in row.claims), 1)
     add_results(db, pid, row.paper_id, row.results)
     add_stated(db, pid, row.stated)
     add_evidence(db, pid, row.evidence)
 
 
-def _remove_paper(db: sqlite3.Connection, paper_id: str, deltas: _Deltas) -> None:
+def _remove_paper(db: sqlite3.Connection, paper_id: str, deltas: Deltas) -> None:
     found = db.execute("SELECT pid FROM papers WHERE id=?", (paper_id,)).fetchone()
     if found is None:
         return
@@ -487,14 +439,18 @@ def _remove_paper(db: sqlite3.Connection, paper_id: str, deltas: _Deltas) -> Non
         linked[eid] = RELATION_TYPE[rel]
     db.execute("DELETE FROM links WHERE pid=?", (pid,))
     deltas.link(linked, -1)
-    claims = [c for (c,) in db.execute("SELECT cid FROM claims WHERE pid=?", (pid,)).fetchall()]
+    filed = db.execute(
+        "SELECT cid, subject, metric, dataset, kind FROM claims WHERE pid=?", (pid,)
+    ).fetchall()
+    claims = [c for (c, *_values) in filed]
+    bump_claims(db, (values for (_c, *values) in filed), -1)
     db.executemany("DELETE FROM claim_values WHERE cid=?", [(c,) for c in claims])
     db.executemany("DELETE FROM claim_details WHERE cid=?", [(c,) for c in claims])
     db.execute("DELETE FROM claims WHERE pid=?", (pid,))
     remove_results(db, pid)
     remove_stated(db, pid)
     remove_evidence(db, pid)
-    _bump(db, "class:Claim", -len(claims))
+    bump(db, "class:Claim", -len(claims))
     db.execute("DELETE FROM papers_fts WHERE rowid=?", (pid,))
     db.execute("DELETE FROM papers WHERE pid=?", (pid,))
-    _bump(db, "class:Paper", -1)
+    bump(db, "class:Paper", -1)

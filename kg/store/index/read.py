@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from kg.store.index.db import Index, version
+from kg.store.index.counters import CLAIM_FILTERS, claim_key, tier
+from kg.store.index.db import Index
 from kg.store.index.kept import filter_papers, text_hits
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -233,10 +234,6 @@ def search_papers(index: Index, text: str, limit: int) -> list[tuple[str, str, s
     return filtered_papers(index, [], text, limit, 0)[1]
 
 
-SORT_ALWAYS = 5_000
-"""Prefix matches up to this many are sorted rather than found by a rank walk."""
-
-
 def ranked_entities(
     index: Index, type_name: str, prefix: str | None, limit: int, offset: int
 ) -> tuple[int, list[tuple[str, str, str | None, int]]]:
@@ -254,55 +251,98 @@ def ranked_entities(
         )
         return count(index, "linked:" + type_name), rows
     low = prefix.lower()
-    if version(db) >= 3:
-        # The type's names in the prefix's range: one B-tree range of
-        # (type, name) rows; the few entities without papers any more (after
-        # deletes) are found at the tail of entities_rank and taken away.
-        named = "SELECT eid FROM type_names WHERE type = ? AND lname >= ? AND lname < ?"
-        args: tuple[Any, ...] = (type_name, low, low + PREFIX_END)
-        total = db.execute(f"SELECT count(DISTINCT eid) FROM ({named})", args).fetchone()[0]
-        total -= db.execute(
-            "SELECT count(*) FROM entities INDEXED BY entities_rank WHERE type = ? "
-            f"AND papers <= 0 AND eid IN ({named})",
-            (type_name, *args),
-        ).fetchone()[0]
-    else:  # an index file from before type_names, opened read-only
-        named = "SELECT eid FROM names WHERE lname >= ? AND lname < ? AND ? IS NOT NULL"
-        args = (low, low + PREFIX_END, type_name)
-        total = db.execute(
-            f"SELECT count(*) FROM (SELECT DISTINCT eid FROM ({named})) n CROSS JOIN entities e "
-            "ON e.eid = n.eid WHERE e.type = ? AND e.papers > 0",
-            (*args, type_name),
-        ).fetchone()[0]
+    # Per tier, the names in the prefix's range are one B-tree range of
+    # tier_names (see kg.store.index.counters); every entity of a tier has more
+    # papers than any of a lower one, so the page is in the top tiers that
+    # hold offset + limit entities, and only those are sorted.
+    per_tier = named_per_tier(db, [type_name], tiers_of(db, [type_name]), low)
+    total = sum(per_tier.values())
     if not total or offset >= total:
         return total, []
-    # The page: sorting every match costs ~total rows; walking the type's
-    # entities most papers first and keeping those named by the prefix costs
-    # ~(offset + limit) x linked / total rows when matches are spread evenly
-    # (a short, common prefix). The cheaper way; both give the same rows. A few
-    # thousand matches are sorted whatever the estimate: they are often long-tail
-    # names the walk reaches last (`/methods?prefix=tra` at 100k papers: 3,243
-    # matches, 63 ms walked, 5 ms sorted).
-    linked = count(index, "linked:" + type_name)
-    if total > SORT_ALWAYS and (offset + limit) * linked < total * total:
-        page = fetch_rows(
+    top = top_tiers(per_tier, offset + limit)
+    upper = [t for t in top if t > 1]
+    sql = (
+        "SELECT e.iri, e.type, e.label, e.papers FROM tier_names t CROSS JOIN entities e "
+        f"ON e.eid = t.eid WHERE t.type = ? AND t.tier IN ({_marks(upper)}) AND t.lname >= ? "
+        f"AND t.lname < ? AND {FIRST_NAME} ORDER BY e.papers DESC, e.iri"
+    )
+    args = (type_name, *upper, low, low + PREFIX_END, low)
+    if 1 not in top:
+        return total, fetch_rows(db, f"{sql} LIMIT ? OFFSET ?", (*args, limit, offset), 4)
+    # The tiers above 1 hold fewer than offset + limit entities: all of them,
+    # then tier 1's, where every entity has one paper, so they are in IRI
+    # order, which the rows hold: only the page's entities are looked up.
+    held = fetch_rows(db, sql, args, 4) if upper else []
+    page = held[offset : offset + limit]
+    iris = db.execute(
+        "SELECT iri FROM tier_names t WHERE type = ? AND tier = 1 AND lname >= ? AND lname < ? "
+        f"AND {FIRST_NAME} ORDER BY iri LIMIT ? OFFSET ?",
+        (type_name, low, low + PREFIX_END, low, limit - len(page), max(0, offset - len(held))),
+    )
+    return total, page + _entity_rows(db, [iri for (iri,) in iris])
+
+
+FIRST_NAME = "(t.prev IS NULL OR t.prev < ?)"
+"""A tier_names row that is its entity's first name in a prefix's range (its
+previous name is before the prefix): counting these counts entities, not names."""
+
+
+def _entity_rows(db: sqlite3.Connection, iris: list[str]) -> list[tuple[str, str, str | None, int]]:
+    """(iri, type, label, papers) of these entities, in the order given."""
+    found = {
+        r[0]: r
+        for r in fetch_rows(
             db,
-            "SELECT iri, type, label, papers FROM entities INDEXED BY entities_rank "
-            f"WHERE type = ? AND papers > 0 AND eid IN ({named}) "
-            "ORDER BY papers DESC, iri LIMIT ? OFFSET ?",
-            (type_name, *args, limit, offset),
+            f"SELECT iri, type, label, papers FROM entities WHERE iri IN ({_marks(iris)})",
+            iris,
             4,
         )
-    else:
-        page = fetch_rows(
-            db,
-            f"SELECT e.iri, e.type, e.label, e.papers FROM (SELECT DISTINCT eid FROM ({named})) n "
-            "CROSS JOIN entities e ON e.eid = n.eid WHERE e.type = ? AND e.papers > 0 "
-            "ORDER BY e.papers DESC, e.iri LIMIT ? OFFSET ?",
-            (*args, type_name, limit, offset),
-            4,
-        )
-    return total, page
+    }
+    return [found[iri] for iri in iris if iri in found]
+
+
+def tiers_of(db: sqlite3.Connection, types: Sequence[str]) -> list[int]:
+    """Every tier an entity of these types can be in, highest first (the most
+    papers of each type is the first row of its ``entities_rank`` range)."""
+    most = max(
+        (
+            db.execute(
+                "SELECT papers FROM entities WHERE type = ? ORDER BY papers DESC LIMIT 1", (t,)
+            ).fetchone()
+            or (0,)
+        )[0]
+        for t in types
+    )
+    return list(range(tier(most), 0, -1))
+
+
+def named_per_tier(
+    db: sqlite3.Connection, types: Sequence[str], tiers: Sequence[int], low: str
+) -> dict[int, int]:
+    """Tier → entities of these types having a name that starts with ``low``."""
+    if not tiers:
+        return {}
+    # tier IN (...) with the types listed: one range seek per (type, tier), not a
+    # scan of every name of the tiers above the lowest.
+    rows = db.execute(
+        f"SELECT tier, count(*) FROM tier_names t WHERE type IN ({_marks(types)}) "
+        f"AND tier IN ({_marks(tiers)}) AND lname >= ? AND lname < ? AND {FIRST_NAME} "
+        "GROUP BY tier",
+        (*types, *tiers, low, low + PREFIX_END, low),
+    )
+    return dict(rows.fetchall())
+
+
+def top_tiers(per_tier: dict[int, int], wanted: int) -> list[int]:
+    """The highest tiers that together hold at least ``wanted`` entities (all if fewer)."""
+    top: list[int] = []
+    held = 0
+    for t in sorted(per_tier, reverse=True):
+        top.append(t)
+        held += per_tier[t]
+        if held >= wanted:
+            break
+    return top
 
 
 def entity_papers(
@@ -362,7 +402,7 @@ def claims(index: Index, filters: dict[str, Any], limit: int, offset: int) -> tu
     page of claim IRIs, ordered by IRI."""
     where: list[str] = []
     args: list[Any] = []
-    for name in ("subject", "metric", "dataset", "kind"):
+    for name in CLAIM_FILTERS:
         if name in filters:
             where.append(f"{name} = ?")
             args.append(getattr(filters[name], "value", filters[name]))
@@ -380,10 +420,14 @@ def claims(index: Index, filters: dict[str, Any], limit: int, offset: int) -> tu
         args.extend((low, high))
     clause = f"WHERE {' AND '.join(where)}" if where else ""
     db = index.reader()
-    if where:
-        total = db.execute(f"SELECT count(*) FROM claims {clause}", args).fetchone()[0]
-    else:
+    named = [name for name in CLAIM_FILTERS if name in filters]
+    if not where:
         total = count(index, "class:Claim")
+    elif len(where) == 1 and named:
+        # One filter value: its counter (kg.store.index.counters), not its rows.
+        total = count(index, claim_key(named[0], args[0]))
+    else:
+        total = db.execute(f"SELECT count(*) FROM claims {clause}", args).fetchone()[0]
     rows = fetch_rows(
         db,
         f"SELECT iri FROM claims {clause} ORDER BY iri LIMIT ? OFFSET ?",

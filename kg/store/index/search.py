@@ -5,12 +5,14 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 from kg.read.labels import clean_text, local_name, paper_label
 from kg.store.index import read as ix
 from kg.store.index.db import Index
 from kg.store.index.read import PREFIX_END
+from kg.store.index.rows import ENTITY_CLASSES
 
 
 def search(index: Index, text: str, limit: int = 20) -> list[dict[str, Any]]:
@@ -82,24 +84,45 @@ def search_entities(index: Index, text: str, limit: int) -> list[dict[str, Any]]
         substring = ("SELECT eid, name, lname FROM names_tri WHERE names_tri MATCH ?", (phrase,))
     else:
         substring = ("SELECT eid, name, lname FROM names WHERE instr(lname, ?) > 0", (low,))
-    kinds = (
-        ("SELECT eid, name, lname FROM names WHERE lname = ?", (low,)),
-        (
-            "SELECT eid, name, lname FROM names WHERE lname >= ? AND lname < ?",
-            (low, low + PREFIX_END),
-        ),
-        substring,
-    )
+    kinds: list[Callable[[int], tuple[str, tuple[Any, ...]]]] = [
+        lambda _wanted: ("SELECT eid, name, lname FROM names WHERE lname = ?", (low,)),
+        lambda wanted: _prefixed(db, low, wanted),
+        lambda _wanted: substring,
+    ]
     found: list[dict[str, Any]] = []
-    for names, args in kinds:
+    for names_of in kinds:
         if len(found) >= limit:
             break
-        found += _best_entities(
-            db, names, args, low, [item["eid"] for item in found], limit - len(found)
-        )
+        seen = [item["eid"] for item in found]
+        names, args = names_of(len(seen) + limit - len(found))
+        found += _best_entities(db, names, args, low, seen, limit - len(found))
     for item in found:
         del item["eid"]
     return found
+
+
+def _prefixed(db: sqlite3.Connection, low: str, wanted: int) -> tuple[str, tuple[Any, ...]]:
+    """The (entity, name) rows of names starting with ``low``: only those in
+    the top popularity tiers when these hold ``wanted`` entities (see
+    :func:`kg.store.index.read.ranked_entities`), so a common prefix does not
+    sort every entity it names; else all of them (the entities of tier 1,
+    one paper each, are ordered by name length, which no index holds)."""
+    # Tier 1, where most names are, is not counted: it is either not needed or read whole.
+    upper = [t for t in ix.tiers_of(db, ENTITY_CLASSES) if t > 1]
+    per_tier = ix.named_per_tier(db, ENTITY_CLASSES, upper, low)
+    top = ix.top_tiers(per_tier, wanted)
+    if sum(per_tier[t] for t in top) < wanted:
+        return (
+            "SELECT eid, name, lname FROM names WHERE lname >= ? AND lname < ?",
+            (low, low + PREFIX_END),
+        )
+    return (
+        "SELECT n.eid, n.name, n.lname FROM tier_names t CROSS JOIN names n "
+        "ON n.lname = t.lname AND n.eid = t.eid "
+        f"WHERE t.type IN ({','.join('?' * len(ENTITY_CLASSES))}) "
+        f"AND t.tier IN ({','.join('?' * len(top))}) AND t.lname >= ? AND t.lname < ?",
+        (*ENTITY_CLASSES, *top, low, low + PREFIX_END),
+    )
 
 
 ROWS_PER_ENTITY = 4
