@@ -201,19 +201,18 @@ def indexed(index) -> dict[str, object]:  # noqa: ANN001
 
 def assert_counters_hold(index) -> None:  # noqa: ANN001
     """The index's maintained counters equal what its own rows give: claims
-    per filter value, and every name of a typed entity filed under its type
+    per kind, and every name of a typed entity filed under its type
     and the tier of its paper count (kg.store.index.counters)."""
-    from kg.store.index.counters import CLAIM_FILTERS, tier
+    from kg.store.index.counters import tier
 
     db = index.reader()
     counted = {
         k: n for k, n in db.execute("SELECT key, n FROM counts WHERE key LIKE 'claims:%'") if n
     }
     grouped = {
-        f"claims:{c}:{v}": n
-        for c in CLAIM_FILTERS
-        for v, n in db.execute(
-            f"SELECT {c}, count(*) FROM claims WHERE {c} IS NOT NULL GROUP BY {c}"
+        f"claims:kind:{kind}": n
+        for kind, n in db.execute(
+            "SELECT kind, count(*) FROM claims WHERE kind IS NOT NULL GROUP BY kind"
         )
     }
     assert counted == grouped

@@ -426,7 +426,7 @@ def test_entity_papers_are_paged_alike(both: tuple) -> None:
     assert indexed.get(top["href"] + "?papers_offset=-1").status_code == 422
 
 
-def test_an_older_index_file_is_upgraded_to_tiers_and_claim_counters(
+def test_an_older_index_file_is_upgraded_to_tiers_and_claim_kind_counters(
     store_copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import sqlite3

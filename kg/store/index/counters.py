@@ -1,9 +1,11 @@
 """The index's counters and what a write changes in them: papers per entity,
-co-occurrence, an entity's popularity tier and claims per filter value.
+co-occurrence, an entity's popularity tier and claims per kind.
 
-* ``counts`` rows — class counts, linked entities per type and, per claim filter
-  value, the claims naming it (``claims:kind:<iri>``…: ``GET /claims?kind=…``
-  counted 86,000 rows at 100k papers on every request);
+* ``counts`` rows — class counts, linked entities per type and the claims of
+  each kind (``claims:kind:<iri>``: ``GET /claims?kind=…`` counted 160,000 rows
+  at 100k papers on every request; a subject, metric or dataset names at most
+  a few thousand claims there, counted in under a millisecond, and counters
+  for their 150,000 values would be written at random places by every paper);
 * ``tier_names`` — every name of a typed entity with papers under its **tier**,
   the bit length of its paper count (1 for one paper, 2 for two or three, 3 for
   four to seven…). ``?prefix=`` lists the entities named by a prefix most
@@ -30,9 +32,6 @@ CREATE TABLE IF NOT EXISTS tier_names (
 CREATE INDEX IF NOT EXISTS tier_names_entity ON tier_names (eid);
 """
 
-CLAIM_FILTERS = ("subject", "metric", "dataset", "kind")
-"""The claim columns ``GET /claims`` filters on, each counted per value."""
-
 
 def tier(papers: int) -> int:
     """An entity's popularity tier: the bit length of its paper count."""
@@ -48,29 +47,24 @@ def bump(db: sqlite3.Connection, key: str, by: int) -> None:
         )
 
 
-def claim_key(column: str, value: str) -> str:
-    """The counter of claims whose ``column`` is ``value``."""
-    return f"claims:{column}:{value}"
+def kind_key(kind: str) -> str:
+    """The counter of claims of a kind (an IRI)."""
+    return f"claims:kind:{kind}"
 
 
-def bump_claims(db: sqlite3.Connection, claims: Iterable[tuple[Any, ...]], by: int) -> None:
-    """Count (``by`` = 1) or uncount (-1) claims given as their filter columns,
-    in :data:`CLAIM_FILTERS` order."""
-    keys: Counter[str] = Counter()
-    for values in claims:
-        keys.update(claim_key(c, v) for c, v in zip(CLAIM_FILTERS, values, strict=True) if v)
-    for key, n in sorted(keys.items()):
-        bump(db, key, by * n)
+def bump_kinds(db: sqlite3.Connection, kinds: Iterable[str | None], by: int) -> None:
+    """Count (``by`` = 1) or uncount (-1) claims of these kinds."""
+    for kind, n in sorted(Counter(k for k in kinds if k).items()):
+        bump(db, kind_key(kind), by * n)
 
 
-def fill_claim_counts(db: sqlite3.Connection) -> None:
-    """Count every claim filter value of a file made before the counters."""
-    db.execute("DELETE FROM counts WHERE key LIKE 'claims:%'")
-    for column in CLAIM_FILTERS:
-        db.execute(
-            f"INSERT INTO counts SELECT 'claims:{column}:' || {column}, count(*) FROM claims "
-            f"WHERE {column} IS NOT NULL GROUP BY {column}"
-        )
+def fill_kind_counts(db: sqlite3.Connection) -> None:
+    """Count the claims of every kind (a file made before the counters)."""
+    db.execute("DELETE FROM counts WHERE key LIKE 'claims:kind:%'")
+    db.execute(
+        "INSERT INTO counts SELECT 'claims:kind:' || kind, count(*) FROM claims "
+        "WHERE kind IS NOT NULL GROUP BY kind"
+    )
 
 
 def file_names(db: sqlite3.Connection, eid: int) -> None:

@@ -14,7 +14,7 @@ holds what REST reads would otherwise compute by scanning the graph:
 * ``claims`` / ``claim_values`` / ``claim_details`` — each claim's filters,
   stated numbers and JSON (what ``GET /claims`` shows, without labels);
 * ``counts`` — class counts for ``/stats``, linked entities per type and claims
-  per filter value; ``tier_names`` — names by type and popularity tier, for
+  per kind; ``tier_names`` — names by type and popularity tier, for
   ``?prefix=`` (both in :mod:`.counters`).
 
 Every aggregate is changed by the write that changes its inputs (adding a paper
@@ -40,9 +40,9 @@ from kg.store.index.counters import (
     TIER_SCHEMA,
     Deltas,
     bump,
-    bump_claims,
+    bump_kinds,
     file_names,
-    fill_claim_counts,
+    fill_kind_counts,
     fill_tier_names,
 )
 from kg.store.index.evidence_rows import EVIDENCE_SCHEMA, add_evidence, remove_evidence
@@ -55,7 +55,7 @@ SCHEMA_VERSION = "5"
 names by type, for ``?prefix=``; 4: the results and taxonomy tables, which only
 ``kg reindex`` fills: a file older than 4 is not used until then; 5: names by
 type and tier (``tier_names``, in place of 3's ``type_names``) and claims
-counted per filter value, both filled when a file of 3 or 4 is opened for
+counted per kind, both filled when a file of 3 or 4 is opened for
 writing (:mod:`.counters`)."""
 
 SCHEMA = (
@@ -303,7 +303,7 @@ def _upgrade(db: sqlite3.Connection) -> None:
     if row is not None and int(row[0]) < int(SCHEMA_VERSION):
         db.execute("BEGIN IMMEDIATE")
         fill_tier_names(db)
-        fill_claim_counts(db)
+        fill_kind_counts(db)
         db.execute("DROP TABLE IF EXISTS type_names")
         # 4 becomes 5; older files stay 3: only kg reindex fills the results tables.
         db.execute(
@@ -423,7 +423,7 @@ def _add_paper(db: sqlite3.Connection, row: PaperRow, deltas: Deltas) -> None:
             "INSERT INTO claim_values VALUES (?, ?)", [(cid, n) for n in row.claim_values(claim)]
         )
     bump(db, "class:Claim", len(row.claims))
-    bump_claims(db, ((c.subject, c.metric, c.dataset, c.kind) for c in row.claims), 1)
+    bump_kinds(db, (c.kind for c in row.claims), 1)
     add_results(db, pid, row.paper_id, row.results)
     add_stated(db, pid, row.stated)
     add_evidence(db, pid, row.evidence)
@@ -439,11 +439,9 @@ def _remove_paper(db: sqlite3.Connection, paper_id: str, deltas: Deltas) -> None
         linked[eid] = RELATION_TYPE[rel]
     db.execute("DELETE FROM links WHERE pid=?", (pid,))
     deltas.link(linked, -1)
-    filed = db.execute(
-        "SELECT cid, subject, metric, dataset, kind FROM claims WHERE pid=?", (pid,)
-    ).fetchall()
-    claims = [c for (c, *_values) in filed]
-    bump_claims(db, (values for (_c, *values) in filed), -1)
+    filed = db.execute("SELECT cid, kind FROM claims WHERE pid=?", (pid,)).fetchall()
+    claims = [c for c, _kind in filed]
+    bump_kinds(db, (kind for _c, kind in filed), -1)
     db.executemany("DELETE FROM claim_values WHERE cid=?", [(c,) for c in claims])
     db.executemany("DELETE FROM claim_details WHERE cid=?", [(c,) for c in claims])
     db.execute("DELETE FROM claims WHERE pid=?", (pid,))

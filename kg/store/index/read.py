@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kg.store.index.counters import CLAIM_FILTERS, claim_key, tier
+from kg.store.index.counters import kind_key, tier
 from kg.store.index.db import Index
 from kg.store.index.kept import filter_papers, text_hits
 
@@ -402,7 +402,7 @@ def claims(index: Index, filters: dict[str, Any], limit: int, offset: int) -> tu
     page of claim IRIs, ordered by IRI."""
     where: list[str] = []
     args: list[Any] = []
-    for name in CLAIM_FILTERS:
+    for name in ("subject", "metric", "dataset", "kind"):
         if name in filters:
             where.append(f"{name} = ?")
             args.append(getattr(filters[name], "value", filters[name]))
@@ -420,12 +420,11 @@ def claims(index: Index, filters: dict[str, Any], limit: int, offset: int) -> tu
         args.extend((low, high))
     clause = f"WHERE {' AND '.join(where)}" if where else ""
     db = index.reader()
-    named = [name for name in CLAIM_FILTERS if name in filters]
     if not where:
         total = count(index, "class:Claim")
-    elif len(where) == 1 and named:
-        # One filter value: its counter (kg.store.index.counters), not its rows.
-        total = count(index, claim_key(named[0], args[0]))
+    elif len(where) == 1 and "kind" in filters:
+        # A kind alone: its counter (kg.store.index.counters), not its rows.
+        total = count(index, kind_key(args[0]))
     else:
         total = db.execute(f"SELECT count(*) FROM claims {clause}", args).fetchone()[0]
     rows = fetch_rows(
