@@ -50,6 +50,18 @@ def test_the_two_services_differ_in_their_source(both: tuple) -> None:
     assert not scanning.app.state.store.search_index().usable
 
 
+def test_paper_details_alike(both: tuple) -> None:
+    indexed, scanning = both
+    ids = [p["id"] for p in _get(scanning, "/papers?limit=200")["items"]]
+    assert len(ids) > 30
+    claims = 0
+    for paper_id in ids:
+        detail = _get(indexed, f"/papers/{paper_id}")
+        assert detail == _get(scanning, f"/papers/{paper_id}"), paper_id
+        claims += len(detail["claims"])
+    assert claims > 50, "the claims come from the index's stored JSON"
+
+
 def test_stats_and_entity_lists(both: tuple) -> None:
     indexed, scanning = both
     a, b = _get(indexed, "/stats?top=100"), _get(scanning, "/stats?top=100")

@@ -131,6 +131,19 @@ def claims_page(
     return total, items
 
 
+def paper_claims(index: Index, paper_id: str) -> list[dict[str, Any]] | None:
+    """A paper's claims as ``GET /papers/{id}`` shows them (``paper-claims.rq``'s
+    order: by start, then IRI), from the index's stored JSON; None when that
+    is missing. At 100k papers the query took 9 ms of the detail's 19."""
+    details = ix.claim_details(index, ix.paper_claims(index, paper_id))
+    if details is None:
+        return None
+    claims = [_claim(d) for d in details]
+    for claim in claims:
+        del claim["paper"]
+    return sorted(claims, key=lambda c: (c["start"], c["iri"]))
+
+
 def _claim(d: dict[str, Any]) -> dict[str, Any]:
     """A claim's stored JSON in the shape of :func:`service.rest_data.group_claims`."""
     piri, pid, title = d.pop("paper")

@@ -146,7 +146,15 @@ def paper_detail(store: GraphStore, paper_id: str) -> dict[str, Any] | None:
     for group in GROUPS.values():
         for item in out[group]:
             item["mentions"].sort(key=lambda m: (m["start"], m["end"]))
-    out["claims"] = list(group_claims(solutions(store, "paper-claims", paper=iri)))
+    claims: list[dict[str, Any]] | None = None
+    index = index_of(store)
+    if index is not None:
+        from kg.read import indexed
+
+        claims = indexed.paper_claims(index, out["id"])
+    if claims is None:
+        claims = list(group_claims(solutions(store, "paper-claims", paper=iri)))
+    out["claims"] = claims
     return out
 
 

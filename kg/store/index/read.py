@@ -436,6 +436,14 @@ def claims(index: Index, filters: dict[str, Any], limit: int, offset: int) -> tu
     return total, [iri for (iri,) in rows]
 
 
+def paper_claims(index: Index, paper_id: str) -> list[str]:
+    """The IRIs of a paper's claims."""
+    rows = index.reader().execute(
+        "SELECT c.iri FROM papers p JOIN claims c ON c.pid = p.pid WHERE p.id = ?", (paper_id,)
+    )
+    return [iri for (iri,) in rows]
+
+
 def claim_details(index: Index, iris: list[str]) -> list[dict[str, Any]] | None:
     """The stored JSON of these claims, in order, with their entities' labels
     and their paper's (iri, id, title) under ``paper``; None when any claim has
