@@ -356,9 +356,13 @@ def entity_papers(
         return 0, []
     rows = fetch_rows(
         db,
+        # CROSS JOIN: the page's papers drive. Left to choose, SQLite read every
+        # link of the entity and probed the page for each (13,400 rows, 10 ms, for
+        # the most common task at 100k papers; 0.3 ms driven by the page).
         "SELECT p.iri, p.id, p.title, l.rel FROM (SELECT DISTINCT paper_id FROM links "
-        "WHERE eid = ? ORDER BY paper_id LIMIT ? OFFSET ?) f JOIN links l ON l.eid = ? AND "
-        "l.paper_id = f.paper_id JOIN papers p ON p.pid = l.pid ORDER BY l.paper_id, l.rel",
+        "WHERE eid = ? ORDER BY paper_id LIMIT ? OFFSET ?) f CROSS JOIN links l ON l.eid = ? "
+        "AND l.paper_id = f.paper_id CROSS JOIN papers p ON p.pid = l.pid "
+        "ORDER BY l.paper_id, l.rel",
         (eid, limit, offset, eid),
         4,
     )
