@@ -16,7 +16,7 @@ import numpy as np
 
 from kg.store.index.counters import kind_key, tier
 from kg.store.index.db import Index
-from kg.store.index.kept import filter_papers, text_hits
+from kg.store.index.kept import filter_papers, ranked_window, text_hits
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 PREFIX_END = "\U0010ffff"  # sorts after every character: the end of a prefix range
@@ -186,14 +186,8 @@ def text_papers(
     window = min(total, RANK_WINDOW)
     rows: list[Any] = []
     if offset < window:
-        rows = fetch_rows(
-            db,
-            "SELECT p.iri, p.id, p.title FROM (SELECT rowid, rank FROM papers_fts "
-            "WHERE papers_fts MATCH ? ORDER BY rowid DESC LIMIT ?) f "
-            "JOIN papers p ON p.pid = f.rowid ORDER BY f.rank, p.id LIMIT ? OFFSET ?",
-            (match, window, limit, offset),
-            3,
-        )
+        ranked = ranked_window(db, match, window)
+        rows = _papers_by_pid(db, [int(pid) for pid in ranked[offset : offset + limit]])
     if len(rows) < limit and offset + len(rows) < total:
         rest = db.execute(
             "SELECT rowid FROM papers_fts WHERE papers_fts MATCH ? ORDER BY rowid DESC "
