@@ -70,10 +70,10 @@ def fill_kind_counts(db: sqlite3.Connection) -> None:
 def file_names(db: sqlite3.Connection, eid: int) -> None:
     """File an entity's names as its type, paper count and names now are (an
     entity without a type or papers has none: no list shows it): every row of
-    the entity rewritten, each
-    with the entity's previous name in order (``prev``), so that a name whose
-    ``prev`` is before a prefix is the first of its entity's names under it and
-    counting those counts entities, not names."""
+    the entity rewritten, each with the entity's previous name in order
+    (``prev``), so that a name whose ``prev`` is before a prefix is the first
+    of its entity's names under it and counting those counts entities, not
+    names."""
     db.execute("DELETE FROM tier_names WHERE eid = ?", (eid,))
     row = db.execute("SELECT type, papers, iri FROM entities WHERE eid = ?", (eid,)).fetchone()
     if row is None or row[0] is None or row[1] <= 0:

@@ -55,8 +55,9 @@ SCHEMA_VERSION = "5"
 names by type, for ``?prefix=``; 4: the results and taxonomy tables, which only
 ``kg reindex`` fills: a file older than 4 is not used until then; 5: names by
 type and tier (``tier_names``, in place of 3's ``type_names``) and claims
-counted per kind, both filled when a file of 3 or 4 is opened for
-writing (:mod:`.counters`)."""
+counted per kind, both filled when an older file is opened for writing, and a
+file of 4 also when its store is opened read-only (:func:`upgrade_file`,
+:mod:`.counters`)."""
 
 SCHEMA = (
     """
@@ -319,9 +320,9 @@ def _upgrade(db: sqlite3.Connection) -> None:
 
 def upgrade_file(path: Path) -> bool:
     """Bring an index file of version 4 up to date, also for a store opened
-    read-only (the file is the index's, not the store's): version 5 only adds
-    tables filled from its own rows. Whether it was (False: nothing to do, or
-    the file cannot be written)."""
+    read-only (the file is the index's, not the store's): version 5 only fills
+    tables from the file's own rows (and drops ``type_names``). Whether it was
+    (False: nothing to do, or the file cannot be written)."""
     if not path.exists():
         return False
     try:

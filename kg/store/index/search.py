@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from typing import Any
 
 from kg.read.labels import clean_text, local_name, paper_label
@@ -84,18 +83,16 @@ def search_entities(index: Index, text: str, limit: int) -> list[dict[str, Any]]
         substring = ("SELECT eid, name, lname FROM names_tri WHERE names_tri MATCH ?", (phrase,))
     else:
         substring = ("SELECT eid, name, lname FROM names WHERE instr(lname, ?) > 0", (low,))
-    kinds: list[Callable[[int], tuple[str, tuple[Any, ...]]]] = [
-        lambda _wanted: ("SELECT eid, name, lname FROM names WHERE lname = ?", (low,)),
-        lambda wanted: _prefixed(db, low, wanted),
-        lambda _wanted: substring,
-    ]
+    exact = ("SELECT eid, name, lname FROM names WHERE lname = ?", (low,))
     found: list[dict[str, Any]] = []
-    for names_of in kinds:
+    # None: the prefix kind, whose rows are chosen (by tier) only when it is reached.
+    for kind in (exact, None, substring):
         if len(found) >= limit:
             break
-        seen = [item["eid"] for item in found]
-        names, args = names_of(len(seen) + limit - len(found))
-        found += _best_entities(db, names, args, low, seen, limit - len(found))
+        names, args = kind if kind is not None else _prefixed(db, low, limit)
+        found += _best_entities(
+            db, names, args, low, [item["eid"] for item in found], limit - len(found)
+        )
     for item in found:
         del item["eid"]
     return found
@@ -103,7 +100,8 @@ def search_entities(index: Index, text: str, limit: int) -> list[dict[str, Any]]
 
 def _prefixed(db: sqlite3.Connection, low: str, wanted: int) -> tuple[str, tuple[Any, ...]]:
     """The (entity, name) rows of names starting with ``low``: only those in
-    the top popularity tiers when these hold ``wanted`` entities (see
+    the top popularity tiers when these hold ``wanted`` entities (the page's,
+    with the exact matches already on it; see
     :func:`kg.store.index.read.ranked_entities`), so a common prefix does not
     sort every entity it names; else all of them (the entities of tier 1,
     one paper each, are ordered by name length, which no index holds)."""
