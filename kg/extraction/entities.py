@@ -18,6 +18,7 @@ from kg.extraction.spans import (
     PLURAL_CLASS_HEADS,
     ROLE_HEADS,
     WEAK_HEADS,
+    doc_text,
     head_token,
     is_hyperparameter,
     trim_span,
@@ -183,7 +184,7 @@ class EntityCollector:
             candidates.append(Span(doc, span.start, span.end, label=span.label_, kb_id="lexicon"))
         # Short forms defined in this paper take the type of their long form ("GenPRMs").
         long_of = {(ss, se): doc[ls:le] for ls, le, ss, se in doc._.kg_abbreviations or []}
-        text = doc.text
+        text = doc_text(doc)
         for ent in doc.ents:
             if ent.label_ == "OtherScientificTerm" and (
                 any(is_acronym(t.text) and any(c.isdigit() for c in t.text) for t in ent)

@@ -32,6 +32,7 @@ from kg.extraction.hypernyms import assemble_hypernyms
 from kg.extraction.learned import TyperModel
 from kg.extraction.pipeline import NER_NAME, build_pipeline
 from kg.extraction.result_assembly import assemble_results
+from kg.extraction.spans import doc_text
 from kg.extraction.values import find_values
 from kg.model import Claim, ClaimKind, Entity, EntityType, Mention, PaperExtraction, Record, Value
 from kg.reading import latex
@@ -392,6 +393,7 @@ class _Assembly:
 
     def _claims(self, entities: list[Entity], proposed: list[Entity]) -> list[Claim]:
         doc, abstract = self.doc, self.record.abstract
+        text = doc_text(doc)
         claims = []
         for span in doc.spans.get("kg_claims", []):
             s_start, s_end = self.offsets(span)
@@ -399,11 +401,11 @@ class _Assembly:
             lead = _CLAIM_LEAD.match(text_clean) or _WE_LEAD.match(text_clean)
             c_start_clean = span.start_char + (lead.end() if lead else 0)
             c_end_clean = span.end_char
-            while c_end_clean > c_start_clean and doc.text[c_end_clean - 1] in " .;":
+            while c_end_clean > c_start_clean and text[c_end_clean - 1] in " .;":
                 c_end_clean -= 1
             start, end = self.cleaned.to_original(c_start_clean, c_end_clean)
             values = []
-            for v in find_values(doc.text[c_start_clean:c_end_clean]):
+            for v in find_values(text[c_start_clean:c_end_clean]):
                 vs, ve = self.cleaned.to_original(c_start_clean + v.start, c_start_clean + v.end)
                 values.append(Value(abstract[vs:ve], v.number, v.unit, vs, ve))
             inside = [

@@ -23,7 +23,14 @@ from spacy.tokens import Doc, Span
 
 from kg import schema
 from kg.extraction.canonical import canonical_key, expand_acronym, is_acronym, word_list
-from kg.extraction.spans import ENUMERATOR, LEADING_DROP, TRAILING_DROP, has_letter, name_run
+from kg.extraction.spans import (
+    ENUMERATOR,
+    LEADING_DROP,
+    TRAILING_DROP,
+    doc_text,
+    has_letter,
+    name_run,
+)
 
 # O, the entity types in kg.schema's order, and the paper's own proposals; the
 # order is the weight matrix's column order.
@@ -112,7 +119,7 @@ def context(doc: Doc) -> _Context:
         chunks=set(),
         sent_index=sent_index,
         sent_flags=sent_flags,
-        text=doc.text,  # Doc.text joins every token on each access
+        text=doc_text(doc),
         rules={(s.start, s.end): s.label_ for s in doc.spans.get("kg_entities", [])},
         rule_tokens={
             i: s.label_ for s in doc.spans.get("kg_entities", []) for i in range(s.start, s.end)

@@ -27,6 +27,15 @@ NON_PROPOSALS = word_list("non_proposal_objects")
 TRAILING_DROP = frozenset(["'s", "'", "-", ",", ";", ":", "(", ")", "[", "]"])
 
 
+def doc_text(doc: Doc) -> str:
+    """The doc's text, joined once per doc: ``Doc.text`` joins every token on each
+    access (a millisecond an abstract), and a doc's text never changes."""
+    text = doc.user_data.get("kg_text")
+    if text is None:
+        text = doc.user_data["kg_text"] = doc.text
+    return text
+
+
 def sentences(doc: Doc) -> Iterable[Span]:
     """The sentences of a doc, or the whole doc when nothing split it."""
     return doc.sents if doc.has_annotation("SENT_START") or doc.has_annotation("DEP") else [doc[:]]
