@@ -28,6 +28,7 @@ from kg.cli.common import (
 from kg.cli.results import leaderboard
 from kg.cli.serve import graph, serve
 from kg.cli.train import eval_, train
+from kg.ingest import WRITE_BATCH
 from kg.resources import sample_corpus
 from kg.settings import Settings
 from kg.store.sparql_text import QueryTooDeep, check_depth
@@ -110,7 +111,9 @@ record gives is kept as the paper's source id.
     type=click.IntRange(min=1),
     help="Extraction processes (default: the CPUs this process may use).",
 )
-@click.option("--batch-size", default=256, show_default=True, help="Papers per write batch.")
+@click.option(
+    "--batch-size", default=WRITE_BATCH, show_default=True, help="Papers per write batch."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option(
     "--progress",
