@@ -497,8 +497,3 @@ class CandidateTyper:
         doc.spans["kg_entities"] = [s for s in taken if s.kb_id_ != "proposed"]
         doc.spans["kg_proposed"] = [s for s in taken if s.kb_id_ == "proposed"]
         return doc
-
-
-def candidate_key(span: Span) -> str:
-    """The canonical key of a candidate (for matching against gold)."""
-    return canonical_key(span.text)
