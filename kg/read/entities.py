@@ -36,7 +36,7 @@ def search_entities(store: GraphStore, text: str, limit: int) -> list[dict[str, 
     for s in solutions(store, "search-entities", text=text):
         name = s["name"].value
         low = name.lower()
-        rank = (0 if low == wanted else 1 if low.startswith(wanted) else 2, len(name), name)
+        rank = (0 if low == wanted else 1 if low.startswith(wanted) else 2, len(low), name)
         iri = s["entity"].value
         if iri not in best or rank < best[iri]:
             best[iri] = rank

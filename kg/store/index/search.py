@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 from kg.read.labels import clean_text, local_name, paper_label
@@ -89,37 +90,62 @@ def search_entities(index: Index, text: str, limit: int) -> list[dict[str, Any]]
     for kind in (exact, None, substring):
         if len(found) >= limit:
             break
-        names, args = kind if kind is not None else _prefixed(db, low, limit)
-        found += _best_entities(
-            db, names, args, low, [item["eid"] for item in found], limit - len(found)
-        )
+        seen = [item["eid"] for item in found]
+        names = _fixed(*kind) if kind is not None else _prefixed(db, low, seen, limit)
+        found += _best_entities(db, names, low, seen, limit - len(found))
     for item in found:
         del item["eid"]
     return found
 
 
-def _prefixed(db: sqlite3.Connection, low: str, wanted: int) -> tuple[str, tuple[Any, ...]]:
-    """The (entity, name) rows of names starting with ``low``: only those in
-    the top popularity tiers when these hold ``wanted`` entities (the page's,
-    with the exact matches already on it; see
-    :func:`kg.store.index.read.ranked_entities`), so a common prefix does not
-    sort every entity it names; else all of them (the entities of tier 1,
-    one paper each, are ordered by name length, which no index holds)."""
-    # Tier 1, where most names are, is not counted: it is either not needed or read whole.
+Names = Callable[[int], tuple[str, tuple[Any, ...]]]
+"""(entity, name, lower-cased name) rows to rank, as SQL and arguments, given
+how many rows the ranking will read (-1: all)."""
+
+
+def _fixed(sql: str, args: tuple[Any, ...]) -> Names:
+    return lambda _budget: (sql, args)
+
+
+def _prefixed(db: sqlite3.Connection, low: str, seen: list[int], wanted: int) -> Names:
+    """The (entity, name) rows of names starting with ``low`` that can be on
+    the page: those of the top popularity tiers when these hold ``wanted``
+    entities (see :func:`kg.store.index.read.ranked_entities`), so a common
+    prefix does not sort every entity it names; else every one of the upper
+    tiers and the first of tier 1's.
+
+    Every entity of tier 1 has one paper, so they rank by their names' length
+    and IRI, which ``tier_names`` holds: those rows are sorted alone and only
+    the ``budget`` best are joined to ``names`` (3,200 names start with
+    ``diffusion`` at 100k papers, nearly all in tier 1; joining and sorting all
+    of them was most of ``/search?q=diffusion``)."""
+    # Tier 1, where most names are, is not counted: it is either not needed or
+    # read through its ranked rows.
     upper = [t for t in ix.tiers_of(db, ENTITY_CLASSES) if t > 1]
     per_tier = ix.named_per_tier(db, ENTITY_CLASSES, upper, low)
     top = ix.top_tiers(per_tier, wanted)
-    if sum(per_tier[t] for t in top) < wanted:
-        return (
-            "SELECT eid, name, lname FROM names WHERE lname >= ? AND lname < ?",
-            (low, low + PREFIX_END),
-        )
-    return (
+    types = ",".join("?" * len(ENTITY_CLASSES))
+    tiered = (
         "SELECT n.eid, n.name, n.lname FROM tier_names t CROSS JOIN names n "
         "ON n.lname = t.lname AND n.eid = t.eid "
-        f"WHERE t.type IN ({','.join('?' * len(ENTITY_CLASSES))}) "
-        f"AND t.tier IN ({','.join('?' * len(top))}) AND t.lname >= ? AND t.lname < ?",
-        (*ENTITY_CLASSES, *top, low, low + PREFIX_END),
+        f"WHERE t.type IN ({types}) AND t.tier IN ({','.join('?' * len(top))}) "
+        "AND t.lname >= ? AND t.lname < ?"
+    )
+    tiered_args = (*ENTITY_CLASSES, *top, low, low + PREFIX_END)
+    if sum(per_tier[t] for t in top) >= wanted:
+        return _fixed(tiered, tiered_args)
+    # The order of _best_entities among equal paper counts, on tier 1's rows.
+    first = (
+        "SELECT n.eid, n.name, n.lname FROM (SELECT eid, lname FROM tier_names "
+        f"WHERE type IN ({types}) AND tier = 1 AND lname >= ? AND lname < ? "
+        f"AND eid NOT IN ({','.join('?' * len(seen))}) "
+        "ORDER BY length(lname), iri, lname LIMIT ?) t "
+        "CROSS JOIN names n ON n.lname = t.lname AND n.eid = t.eid"
+    )
+    first_args = (*ENTITY_CLASSES, low, low + PREFIX_END, *seen)
+    return lambda budget: (
+        f"{tiered} UNION ALL {first}",
+        (*tiered_args, *first_args, budget),
     )
 
 
@@ -130,8 +156,7 @@ reads them all."""
 
 def _best_entities(
     db: sqlite3.Connection,
-    names: str,
-    args: tuple[Any, ...],
+    names: Names,
     low: str,
     seen: list[int],
     wanted: int,
@@ -147,14 +172,15 @@ def _best_entities(
     (14 against 6 ms for 3,300 prefix matches at 100k papers); a few rows
     per entity are read instead, and all of them only if that was too few."""
     # One row for the page: see ix.fetch_rows.
-    sql = (
-        f"SELECT e.eid, e.iri, e.type, e.label, e.papers, m.name FROM ({names}) m "
-        "CROSS JOIN entities e ON e.eid = m.eid WHERE instr(m.lname, ?) > 0 AND e.papers > 0 "
-        f"AND m.eid NOT IN ({','.join('?' * len(seen))}) "
-        "ORDER BY e.papers DESC, length(m.name), e.iri, m.name LIMIT ?"
-    )
     budget = wanted * ROWS_PER_ENTITY
     while True:
+        names_sql, args = names(budget)
+        sql = (
+            f"SELECT e.eid, e.iri, e.type, e.label, e.papers, m.name FROM ({names_sql}) m "
+            "CROSS JOIN entities e ON e.eid = m.eid WHERE instr(m.lname, ?) > 0 "
+            f"AND e.papers > 0 AND m.eid NOT IN ({','.join('?' * len(seen))}) "
+            "ORDER BY e.papers DESC, length(m.lname), e.iri, m.name LIMIT ?"
+        )
         rows = ix.fetch_rows(db, sql, (*args, low, *seen, budget), 6)
         found: dict[int, dict[str, Any]] = {}
         for eid, iri, t, label, n, name in rows:
