@@ -131,17 +131,15 @@ def scanned(store) -> dict[str, object]:  # noqa: ANN001
         s["claim"].value
         for s in reg.run(store, "claims-with-value", {"min_value": 0, "max_value": 10})
     }
-    prefix = sorted(
-        (
-            (s["entity"].value, int(s["papers"].value))
-            for s in reg.run(
-                store,
-                "entities-by-type-prefix",
-                {"type": "https://w3id.org/mlkg/ontology#Method", "prefix": "TR"},
-            )
-        ),
-        key=lambda e: (-e[1], e[0]),
-    )
+    # In the query's order: paper counts, then the first name under the prefix.
+    prefix = [
+        (s["entity"].value, int(s["papers"].value))
+        for s in reg.run(
+            store,
+            "entities-by-type-prefix",
+            {"type": "https://w3id.org/mlkg/ontology#Method", "prefix": "TR"},
+        )
+    ]
     labels = {
         s["e"].value: s["l"].value
         for s in store.query(
@@ -309,6 +307,33 @@ def test_search_ranks_by_bm25_and_follows_deletes(tmp_path: Path) -> None:
     assert index_read.search_papers(index, '" OR * NEAR(', 10) == []  # no FTS syntax leaks
     store.delete_paper("a")
     assert [r[1] for r in index_read.search_papers(index, "diffusion", 10)] == ["b"]
+
+
+def test_a_kept_prefix_count_follows_writes_and_deletes(tmp_path: Path) -> None:
+    """A prefix's counts are kept by the read connection (paging asks again);
+    a write or a delete makes the next page count afresh."""
+    store = open_store(tmp_path / "store")
+    index = index_of(store)
+
+    def written(pid: str, key: str) -> None:
+        method = Entity(EntityType.METHOD, key, key, entity_iri("method", key))
+        store.write_papers(
+            [
+                map_paper(
+                    PaperExtraction(Record(pid, f"We use {key}.", title=pid), [method], [], "t")
+                )
+            ],
+            new=True,
+        )
+
+    written("a", "transformer")
+    assert index_read.ranked_entities(index, "Method", "tra", 5, 0)[0] == 1
+    assert index_read.ranked_entities(index, "Method", "tra", 5, 0)[0] == 1  # kept
+    written("b", "transducer")
+    total, page = index_read.ranked_entities(index, "Method", "tra", 5, 0)
+    assert total == 2 and [r[0].rsplit("/", 1)[-1] for r in page] == ["transducer", "transformer"]
+    store.delete_paper("a")
+    assert index_read.ranked_entities(index, "Method", "TRA", 5, 0)[0] == 1
 
 
 def test_sparql_update_marks_the_index_stale(tmp_path: Path) -> None:
