@@ -222,6 +222,38 @@ def test_an_entity_star_reads_only_the_papers_the_limit_keeps(both: tuple) -> No
     assert entity_star(index, "https://w3id.org/mlkg/id/paper/none", GraphRequest(), 10) is None
 
 
+def test_a_star_is_drawn_as_the_general_walk_draws_it(both: tuple) -> None:
+    """The drawing of an entity star's data (drawn without the general walk)
+    equals the general walk's, attributes, node order and edges included."""
+    import dataclasses
+
+    from kg.read.graphview import GraphRequest, draw
+    from kg.store.index.graph import entity_star
+
+    indexed, scanning = both
+    store = indexed.app.state.store
+    index = store.search_index()
+    tops = _get(scanning, "/tasks?limit=2")["items"] + _get(scanning, "/methods?limit=1")["items"]
+    drawn = 0
+    for top in tops:
+        for limit in (None, 1, 2, 3, 1000):
+            for types in ("Paper,Task,Method,Dataset,Metric", "Task,Method", "Paper,Task"):
+                for min_support in (1, 2, 50):
+                    request = GraphRequest(
+                        focus=top["iri"],
+                        limit=limit,
+                        types=frozenset(types.split(",")),
+                        min_support=min_support,
+                    )
+                    data = entity_star(index, top["iri"], request, 10_000)
+                    assert data is not None and data.star == top["iri"]
+                    general = dataclasses.replace(data, star=None)
+                    star = draw(store, request, data=data)
+                    assert star == draw(store, request, data=general), request
+                    drawn += len(star.nodes)
+    assert drawn > 100
+
+
 def test_whole_graph_export_of_a_large_store_is_a_413(sample_store: Path) -> None:
     settings = Settings(
         store=str(sample_store),

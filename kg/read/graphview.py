@@ -134,6 +134,9 @@ class GraphData:
     omitted: int = 0
     """Nodes of the neighbourhood left unread because the node limit cuts them
     anyway (see :func:`kg.store.index.graph.entity_star`): counted in the total."""
+    star: str | None = None
+    """The entity whose depth-1 neighbourhood is all this holds (its papers,
+    linked to it only), when it was read as such."""
     _pairs: dict[str, dict[str, list[str]]] | None = None
 
     def pairs(self) -> dict[str, dict[str, list[str]]]:
@@ -269,6 +272,8 @@ def draw(
     data = data or read_graph_data(store)
     focus = resolve_focus(store, request.focus, data.nodes) if request.focus else None
     bipartite = request.projection == "bipartite"
+    if focus is not None and focus == data.star and bipartite and request.depth == 1:
+        return _star(data, request, focus)
     pairs = {} if bipartite else data.pairs()
 
     # The projection's nodes and edges, filtered by type and support, are walked
@@ -362,7 +367,16 @@ def draw(
                     )
                 )
 
-    attrs = {
+    attrs = _attributes(request, focus, truncated, total)
+    # Sorted, so the same store gives the same file.
+    return Drawing(attrs, [(n, dict(data.nodes[n])) for n in sorted(keep)], edges)
+
+
+def _attributes(
+    request: GraphRequest, focus: str | None, truncated: bool, total: int
+) -> dict[str, Any]:
+    """The graph's own attributes: what was asked for and whether the limit cut it."""
+    return {
         "name": "mlkg",
         "projection": request.projection,
         "focus": focus or "",
@@ -373,8 +387,30 @@ def draw(
         "truncated": truncated,
         "total_nodes": total,
     }
-    # Sorted, so the same store gives the same file.
-    return Drawing(attrs, [(n, dict(data.nodes[n])) for n in sorted(keep)], edges)
+
+
+def _star(data: GraphData, request: GraphRequest, focus: str) -> Drawing:
+    """What :func:`draw` draws for an entity's depth-1 bipartite neighbourhood,
+    without its general walk: the focus is always drawn, every paper is
+    wanted (support thresholds apply to entities) and has one edge, to the
+    focus, so the node limit keeps the papers first by IRI. The walk's
+    per-node passes were half of a 424-paper star's Python at 100k papers."""
+    papers = sorted(data.papers_of.get(focus, ())) if "Paper" in request.types else []
+    total = 1 + len(papers) + data.omitted
+    truncated = request.limit is not None and total > request.limit
+    if truncated:
+        papers = papers[: request.limit - 1]  # type: ignore[operator]
+    attrs = _attributes(request, focus, truncated, total)
+    nodes = data.nodes
+    edges = [
+        (
+            p,
+            focus,
+            {"predicate": " ".join(sorted(data.links[p, focus])), "weight": 1, "papers": [p]},
+        )
+        for p in papers
+    ]
+    return Drawing(attrs, [(n, dict(nodes[n])) for n in sorted([focus, *papers])], edges)
 
 
 __all__ = [

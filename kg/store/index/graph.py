@@ -170,7 +170,7 @@ def entity_star(index: Index, focus: str, request: GraphRequest, cap: int) -> Gr
     if row is None:
         return None
     eid = row[0]
-    pids: list[int] = []
+    links: list[tuple[int, int, str]] = []
     omitted = 0
     if "Paper" in request.types:
         # The entity's paper count is kept at write time; counting its links
@@ -181,27 +181,22 @@ def entity_star(index: Index, focus: str, request: GraphRequest, cap: int) -> Gr
             raise NeighbourhoodTooLarge(papers + 1, cap)
         omitted = papers - keep
         # The first papers by IRI are the first by id (an IRI is the id with only
-        # unreserved characters left as they are, and ids are hashes): the links'
-        # primary key yields them in order and the walk stops at the page, where
-        # sorting the papers by IRI read them all.
-        # (One row each, as in _graph_data: see there.)
-        (listed,) = db.execute(
-            "SELECT group_concat(pid) FROM (SELECT DISTINCT paper_id, pid FROM links "
-            "WHERE eid = ? ORDER BY paper_id LIMIT ?)",
-            (eid, keep),
-        ).fetchone()
-        pids = [int(pid) for pid in listed.split(",")] if listed else []
-    links: list[tuple[int, int, str]] = []
-    for chunk in _chunks(pids):
-        marks = ",".join("?" * len(chunk))
+        # unreserved characters left as they are, and ids are hashes), so their
+        # links are one range of the links' primary key, up to the last kept
+        # paper's id: the walk stops there, where sorting the papers by IRI read
+        # them all, and no lookup per paper (links of 424 papers looked up by
+        # pid: 1.1 ms; their range: 0.14 ms). One row: see _graph_data.
         (found,) = db.execute(
-            "SELECT json_group_array(json_array(pid, eid, rel)) FROM links "
-            f"WHERE eid = ? AND pid IN ({marks})",
-            [eid, *chunk],
+            "SELECT json_group_array(json_array(pid, eid, rel)) FROM links WHERE eid = ? "
+            "AND paper_id <= (SELECT max(paper_id) FROM (SELECT DISTINCT paper_id FROM links "
+            "WHERE eid = ? ORDER BY paper_id LIMIT ?))",
+            (eid, eid, keep),
         ).fetchone()
-        links += [(pid, e, rel) for pid, e, rel in json.loads(found)]
-    data = _graph_data(index, set(pids), {eid}, links)
+        links = [(pid, e, rel) for pid, e, rel in json.loads(found)]
+    pids = {pid for pid, _e, _rel in links}
+    data = _graph_data(index, pids, {eid}, links)
     data.omitted = omitted
+    data.star = focus
     return data
 
 
