@@ -41,7 +41,10 @@ EntityFilter = Annotated[
 Prefix = Annotated[
     str | None,
     Query(
-        max_length=MAX_FILTER, pattern=TEXT, description="Only labels or aliases starting with this"
+        max_length=MAX_FILTER,
+        pattern=TEXT,
+        description="Only labels or aliases starting with this (any case); "
+        "equal paper counts then go in order of that name",
     ),
 ]
 
