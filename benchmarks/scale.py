@@ -162,8 +162,9 @@ def measure_writes(store: Path, papers: int = 1000) -> dict:
     """Per-paper write rate into an empty store and into a copy of ``store``
     (left unchanged), alternating batches: :mod:`benchmarks.write_growth`."""
     from benchmarks.write_growth import measure
+    from kg.ingest import WRITE_BATCH
 
-    return measure(store, papers, 256)
+    return measure(store, papers, WRITE_BATCH)
 
 
 def main() -> int:

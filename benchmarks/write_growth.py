@@ -153,8 +153,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--store", type=Path, required=True, help="The large store (left unchanged)")
     ap.add_argument("--papers", type=int, default=1000)
+    from kg.ingest import WRITE_BATCH
+
+    # kg ingest's own batch: at 100k papers each commit writes every page its
+    # papers touched (co-occurrence rows land all over their B-trees), so the
+    # batch decides how often a page is written (BENCHMARKS.md, 2026-12-02).
     ap.add_argument(
-        "--batch", type=int, default=256, help="Papers per write_papers call (ingest's default)"
+        "--batch",
+        type=int,
+        default=WRITE_BATCH,
+        help=f"Papers per write_papers call (default {WRITE_BATCH}, kg ingest's)",
     )
     ap.add_argument("--json", type=Path, help="Also write the figures here")
     args = ap.parse_args()
