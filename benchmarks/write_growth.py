@@ -150,11 +150,11 @@ def measure(large: Path, papers: int, batch: int) -> dict:
 
 
 def main() -> int:
+    from kg.ingest import WRITE_BATCH
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--store", type=Path, required=True, help="The large store (left unchanged)")
     ap.add_argument("--papers", type=int, default=1000)
-    from kg.ingest import WRITE_BATCH
-
     # kg ingest's own batch: at 100k papers each commit writes every page its
     # papers touched (co-occurrence rows land all over their B-trees), so the
     # batch decides how often a page is written (BENCHMARKS.md, 2026-12-02).

@@ -397,9 +397,10 @@ def _star(data: GraphData, request: GraphRequest, focus: str) -> Drawing:
     per-node passes were half of a 424-paper star's Python at 100k papers."""
     papers = sorted(data.papers_of.get(focus, ())) if "Paper" in request.types else []
     total = 1 + len(papers) + data.omitted
-    truncated = request.limit is not None and total > request.limit
-    if truncated:
-        papers = papers[: request.limit - 1]  # type: ignore[operator]
+    limit = request.limit
+    truncated = limit is not None and total > limit
+    if limit is not None and truncated:
+        papers = papers[: limit - 1]
     attrs = _attributes(request, focus, truncated, total)
     nodes = data.nodes
     edges = [
