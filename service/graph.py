@@ -46,7 +46,7 @@ from service.errors import InvalidParameter, NotAcceptable, NotFound, Problem
 
 EXPLORER = Path(__file__).resolve().parent / "static" / "explorer"
 DEFAULT_LIMIT = 2000
-"""Nodes a ``GET /graph`` returns unless ``limit`` says otherwise."""
+"""Nodes a whole-graph ``GET /graph`` returns unless ``limit`` says otherwise."""
 MAX_LIMIT = 100_000
 
 # Graph queries the explorer may show as SPARQL (the rest are plumbing).
@@ -125,8 +125,15 @@ async def get_graph(
         int, Query(ge=1, le=1_000_000, description="Least number of papers behind an edge")
     ] = 1,
     limit: Annotated[
-        int, Query(ge=1, le=MAX_LIMIT, description="Most nodes; the most supported are kept")
-    ] = DEFAULT_LIMIT,
+        int | None,
+        Query(
+            ge=1,
+            le=MAX_LIMIT,
+            description="Most nodes; nearest to the focus first, then the most supported "
+            f"(default: {DEFAULT_LIMIT} for the whole graph, KG_GRAPH_FOCUS_LIMIT (100) around "
+            "a focus)",
+        ),
+    ] = None,
     projection: Annotated[
         str, Query(description="bipartite (papers and entities) or entity (co-occurrence)")
     ] = "bipartite",
@@ -134,6 +141,7 @@ async def get_graph(
 ) -> Response:
     """The graph, or a neighbourhood, as GraphML, GEXF, Cytoscape JSON, D3 JSON, DOT or CSV."""
     exporter = _choose_exporter(request, format)
+    settings = get_settings(request)
     if projection not in PROJECTIONS:
         raise InvalidParameter(
             f"projection must be one of {', '.join(PROJECTIONS)}", parameter="projection"
@@ -144,14 +152,13 @@ async def get_graph(
             depth=depth,
             types=parse_types(types),
             min_support=min_support,
-            limit=limit,
+            limit=limit if limit is not None else settings.graph_focus_limit if focus else DEFAULT_LIMIT,
             projection=projection,  # type: ignore[arg-type]
         )
     except GraphViewError as exc:
         raise _problem(exc) from None
     store = get_store(request)
     token = _data_token(request)
-    settings = get_settings(request)
 
     def work() -> tuple[bytes, dict[str, Any]]:
         data = bounded_data(

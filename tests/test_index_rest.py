@@ -208,6 +208,26 @@ def test_graph_neighbourhoods_from_the_index_equal_the_whole_graph_path(both: tu
         assert _graph(indexed, url) == _graph(scanning, url), query
 
 
+def test_a_neighbourhood_is_cut_at_its_own_default_limit(sample_store: Path) -> None:
+    """Without ``limit``, a neighbourhood keeps ``graph_focus_limit`` nodes (the
+    whole graph 2,000), says it was cut, and an explicit ``limit`` draws it all."""
+    settings = Settings(
+        store=str(sample_store), query_workers=1, log_level="warning", graph_focus_limit=12
+    )
+    with TestClient(create_app(settings)) as client:
+        top = _get(client, "/tasks?limit=1")["items"][0]["key"]
+        response = client.get(f"/graph?format=d3&focus=task/{top}&depth=3")
+        total = int(response.headers["X-Graph-Total-Nodes"])
+        assert total > 12, "the sample's neighbourhood must exceed the limit"
+        assert response.headers["X-Graph-Truncated"] == "true"
+        assert len(response.json()["nodes"]) == 12
+        whole = client.get(f"/graph?format=d3&focus=task/{top}&depth=3&limit={total}")
+        assert whole.headers["X-Graph-Truncated"] == "false"
+        assert len(whole.json()["nodes"]) == total
+        everything = client.get("/graph?format=d3")
+        assert int(everything.headers["X-Graph-Nodes"]) > total
+
+
 def test_an_entity_star_reads_only_the_papers_the_limit_keeps(both: tuple) -> None:
     from kg.read.graphview import GraphRequest
     from kg.store.index.graph import entity_star
