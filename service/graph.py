@@ -142,6 +142,8 @@ async def get_graph(
     """The graph, or a neighbourhood, as GraphML, GEXF, Cytoscape JSON, D3 JSON, DOT or CSV."""
     exporter = _choose_exporter(request, format)
     settings = get_settings(request)
+    # A neighbourhood's size grows with the corpus; the whole graph's is bounded apart.
+    default_limit = settings.graph_focus_limit if focus else DEFAULT_LIMIT
     if projection not in PROJECTIONS:
         raise InvalidParameter(
             f"projection must be one of {', '.join(PROJECTIONS)}", parameter="projection"
@@ -152,7 +154,7 @@ async def get_graph(
             depth=depth,
             types=parse_types(types),
             min_support=min_support,
-            limit=limit if limit is not None else settings.graph_focus_limit if focus else DEFAULT_LIMIT,
+            limit=limit if limit is not None else default_limit,
             projection=projection,  # type: ignore[arg-type]
         )
     except GraphViewError as exc:
