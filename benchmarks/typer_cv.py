@@ -105,8 +105,8 @@ def main() -> int:
             ]
         return score(rows, preds)
 
-    # kg train's own featurise, one abstract at a time, so that folds can be cut
-    examples = [training.featurise(nlp, [row]) for row in train]
+    # kg train's own features, kept per abstract so that folds can be cut
+    examples = list(training.featurise_each(nlp, train))
     folds = []
     for k in range(5):
         keep = [i for i in range(len(train)) if i % 5 != k]

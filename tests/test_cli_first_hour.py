@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kg.cli.main import available_cpus
+from kg.cli.common import available_cpus
 from kg.cli.main import main as cli
 from kg.reading.readers import derived_id
 from kg.store.embedded import open_store

@@ -534,8 +534,8 @@ def test_an_older_index_file_is_upgraded_to_tiers_and_claim_kind_counters(
     db.executescript(
         "CREATE TABLE type_names (type TEXT NOT NULL, lname TEXT NOT NULL, eid INTEGER NOT NULL, "
         "PRIMARY KEY (type, lname, eid)) WITHOUT ROWID; "
-        "INSERT INTO type_names SELECT e.type, n.lname, n.eid FROM names n JOIN entities e "
-        "ON e.eid = n.eid WHERE e.type IS NOT NULL; DROP TABLE tier_names; "
+        "INSERT INTO type_names SELECT DISTINCT e.type, n.lname, n.eid FROM names n "
+        "JOIN entities e ON e.eid = n.eid WHERE e.type IS NOT NULL; DROP TABLE tier_names; "
         "DELETE FROM counts WHERE key LIKE 'claims:%'; "
         "UPDATE meta SET value = '4' WHERE key = 'version';"
     )

@@ -14,7 +14,15 @@ from kg.extraction.extractor import Extractor
 from kg.extraction.learned import CLASSES, TyperModel, evaluative, is_model_name
 from kg.extraction.pipeline import build_pipeline
 from kg.model import EntityType
-from kg.training.typer import featurise, fit, gold_classes, read_gold
+from kg.training.typer import (
+    SILVER,
+    featurise,
+    featurise_each,
+    fit,
+    gold_classes,
+    read_gold,
+    train_typer,
+)
 from tests.helpers import SHARED
 
 ABSTRACTS = {
@@ -94,6 +102,57 @@ def test_fit_learns_the_gold_and_round_trips(tmp_path: Path) -> None:
     assert "kg_typer" in ex.nlp.pipe_names
     paper = ex.extract_one(next(r for r in _records(texts) if r.source_id == "a1"))
     assert "CIFAR-10" in {e.label for e in paper.of_type(EntityType.DATASET)}
+
+
+def test_what_annotators_disagreed_on_is_not_taught(tmp_path: Path) -> None:
+    gold, texts = _write(tmp_path)
+    rows = read_gold(gold, [texts])
+    nlp = Extractor(typer=None).nlp
+    (plain, _), _ = featurise_each(nlp, rows)
+    rows[0]["uncertain"] = ["ResNet-50", "network"]
+    (feats, labels), _ = featurise_each(nlp, rows)
+    # "network" was a candidate labelled O and is left out; "ResNet-50" stays,
+    # since the gold of the paper itself says it is a method.
+    assert len(feats) == len(plain) - 1
+    assert labels.count(CLASSES.index("Method")) == 1
+
+
+def test_silver_weighs_its_examples(tmp_path: Path) -> None:
+    gold, texts = _write(tmp_path)
+    rows = read_gold(gold, [texts])
+    feats, labels = featurise(Extractor(typer=None).nlp, rows)
+    quiet = {"steps": 100, "min_count": 1, "log": lambda _: None}
+    # Two examples with the same features and opposite labels: the heavier one wins.
+    doubled = [*feats, feats[0]]
+    other = CLASSES.index("Task") if labels[0] != CLASSES.index("Task") else 0
+    tilted = fit(doubled, [*labels, other], weights=[1.0] * len(feats) + [0.1], **quiet)
+    assert tilted.probabilities([feats[0]])[0].argmax() == labels[0]
+    tilted = fit(doubled, [*labels, other], weights=[0.1] + [1.0] * len(feats), **quiet)
+    assert tilted.probabilities([feats[0]])[0].argmax() == other
+
+
+def test_train_typer_takes_a_gold_paper_from_the_gold(tmp_path: Path) -> None:
+    gold, texts = _write(tmp_path)
+    silver = tmp_path / "silver.jsonl"
+    # The silver's a1 disagrees with the gold's and is dropped; its a3 has no text.
+    silver.write_text(json.dumps({**GOLD[0], "datasets": []}) + "\n")
+    lines: list[str] = []
+    train_typer(gold, [texts], tmp_path / "typer", silver_paths=[silver], log=lines.append)
+    assert "2 gold and 0 silver abstracts" in lines[0]
+    (tmp_path / "s2.jsonl").write_text(json.dumps({**GOLD[0], "id": "a3"}) + "\n")
+    with pytest.raises(KeyError, match="a3"):
+        train_typer(gold, [texts], tmp_path / "t2", silver_paths=[tmp_path / "s2.jsonl"])
+
+
+def test_the_shipped_silver_is_ids_and_forms_only() -> None:
+    """The ICLR texts must not be committed: the silver holds ids and short forms."""
+    rows = [json.loads(line) for line in SILVER.read_text("utf-8").splitlines()]
+    assert len(rows) >= 2000
+    fields = {"id", "proposed", "tasks", "methods", "datasets", "metrics", "uncertain"}
+    for row in rows:
+        assert set(row) <= fields, row["id"]
+        forms = [f for k in ("tasks", "methods", "datasets", "metrics") for e in row[k] for f in e]
+        assert all(len(f) < 200 for f in forms + row.get("uncertain", [])), row["id"]
 
 
 def _records(texts: Path):  # noqa: ANN202

@@ -8,7 +8,6 @@ Every command that touches a store takes ``--store`` (a directory, or an
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from kg import __version__, schema
 from kg.cli.common import (
     STORE_OPTION,
     Group,
+    available_cpus,
     fail,
     open_for_reading,
     open_for_writing,
@@ -61,16 +61,6 @@ def _progress_printer(mode: str) -> Callable[[Any], None] | None:
         )
 
     return show
-
-
-def available_cpus() -> int:
-    """CPUs this process may run on (its affinity mask, not the whole machine)."""
-    counter = getattr(os, "process_cpu_count", None)  # Python 3.13+
-    if counter is not None:
-        return counter() or 1
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0)) or 1
-    return os.cpu_count() or 1
 
 
 def _ingest_help() -> str:

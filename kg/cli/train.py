@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kg.cli.common import fail
+from kg.cli.common import available_cpus, fail
 from kg.resources import sample_corpus
 
 
@@ -107,6 +107,21 @@ ICLR_TEXTS_IN_SHARED = Path("data/iclr2026_abstracts/iclr2026_accepted_abstracts
     help="Directory to write the typer to; the installed one is replaced only when "
     "asked: --typer-output kg/extraction/typer.",
 )
+@click.option(
+    "--silver/--no-silver",
+    default=True,
+    show_default=True,
+    help="Train the typer on the shipped silver annotations of further ICLR "
+    "abstracts (kg/training/silver) beside the gold, as the shipped typer is.",
+)
+@click.option(
+    "--processes",
+    "-j",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Processes that parse the typer's training abstracts (default: the CPUs this "
+    "process may use; the features, and so the typer, are the same for any number).",
+)
 @click.option("--epochs", default=70, show_default=True)
 @click.option("--seed", default=0, show_default=True)
 @click.option(
@@ -133,6 +148,8 @@ def train(
     only: str | None,
     output: Path,
     typer_output: Path,
+    silver: bool,
+    processes: int | None,
     epochs: int,
     seed: int,
     include_dev: bool,
@@ -146,7 +163,8 @@ def train(
 
     ``kg train --shared ../shared`` reproduces both shipped models: the SciERC
     recogniser (train + dev, 70 epochs), which ``kg eval --scierc`` scores, and the
-    typer (ICLR train gold), which extraction runs without the recogniser.
+    typer (ICLR train gold and the shipped silver), which extraction runs without
+    the recogniser.
     """
     if shared is None and scierc_dir is None:
         fail("give --shared DIR (every shipped model) or --scierc-dir DIR")
@@ -173,7 +191,7 @@ def train(
         click.echo(json.dumps({k: round(v, 4) for k, v in best.items()}))
         click.echo(f"kg: model written to {output}", err=True)
     if "typer" in steps:
-        from kg.training.typer import train_typer
+        from kg.training.typer import SILVER, train_typer
 
         if shared is None:
             fail("the typer trains on the ICLR gold: give --shared DIR")
@@ -183,5 +201,7 @@ def train(
             shared / TYPER_GOLD_IN_SHARED,
             [shared / ICLR_TEXTS_IN_SHARED],
             typer_output,
+            silver_paths=[SILVER] if silver else [],
+            n_process=processes or available_cpus(),
             log=log,
         )
