@@ -40,6 +40,12 @@ SILVER_WEIGHT = 1.0
 
 def read_gold(gold_path: str | Path, texts_paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     """Gold rows with their abstract (joined by ``id`` / ``forum_id`` from ``texts_paths``)."""
+    texts_paths = list(texts_paths)
+    return _with_abstracts(gold_path, read_texts(texts_paths), texts_paths)
+
+
+def read_texts(texts_paths: Iterable[str | Path]) -> dict[str, str]:
+    """Abstracts by ``forum_id`` (else ``id``) from JSONL files."""
     texts: dict[str, str] = {}
     for path in texts_paths:
         with Path(path).open(encoding="utf-8") as fh:
@@ -47,6 +53,12 @@ def read_gold(gold_path: str | Path, texts_paths: Iterable[str | Path]) -> list[
                 if line.strip():
                     obj = json.loads(line)
                     texts[obj.get("forum_id") or obj["id"]] = obj["abstract"]
+    return texts
+
+
+def _with_abstracts(
+    gold_path: str | Path, texts: dict[str, str], texts_paths: list[str | Path]
+) -> list[dict[str, Any]]:
     rows = []
     with Path(gold_path).open(encoding="utf-8") as fh:
         for line in fh:
@@ -54,7 +66,7 @@ def read_gold(gold_path: str | Path, texts_paths: Iterable[str | Path]) -> list[
                 continue
             row = json.loads(line)
             if row["id"] not in texts:
-                raise KeyError(f"no abstract for gold paper {row['id']} in {list(texts_paths)}")
+                raise KeyError(f"no abstract for gold paper {row['id']} in {texts_paths}")
             row["abstract"] = texts[row["id"]]
             rows.append(row)
     return rows
@@ -195,13 +207,15 @@ def train_typer(
     """
     from kg.extraction.extractor import Extractor
 
+    # The ICLR file is read once for the gold and every silver file.
     texts_paths = list(texts_paths)
-    rows = read_gold(gold_path, texts_paths)
+    texts = read_texts(texts_paths)
+    rows = _with_abstracts(gold_path, texts, texts_paths)
     gold_ids = {row["id"] for row in rows}
     silver = [
         row
         for path in silver_paths
-        for row in read_gold(path, texts_paths)
+        for row in _with_abstracts(path, texts, texts_paths)
         if row["id"] not in gold_ids
     ]
     nlp = Extractor(typer=None, model_dir=model_dir).nlp
