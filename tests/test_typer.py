@@ -11,8 +11,9 @@ from click.testing import CliRunner
 
 from kg.cli.main import main
 from kg.extraction.extractor import Extractor
-from kg.extraction.learned import CLASSES, TyperModel, evaluative, is_model_name
+from kg.extraction.learned import CLASSES, evaluative, is_model_name
 from kg.extraction.pipeline import build_pipeline
+from kg.extraction.typer_model import TyperModel
 from kg.model import EntityType
 from kg.training.typer import (
     SILVER,
@@ -225,7 +226,7 @@ def test_kg_train_reproduces_the_shipped_typer(tmp_path: Path) -> None:
     floating point (a stale typer differed by up to 0.41)."""
     import numpy as np
 
-    from kg.extraction.learned import TYPER_DIR
+    from kg.extraction.typer_model import TYPER_DIR
 
     out = tmp_path / "typer"
     result = CliRunner().invoke(

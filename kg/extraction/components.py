@@ -35,8 +35,9 @@ from kg.extraction.abbreviations import find_abbreviations
 from kg.extraction.canonical import is_acronym
 from kg.extraction.claims import ClaimDetector
 from kg.extraction.entities import EntityCollector
-from kg.extraction.learned import TYPER_DIR, CandidateTyper, TyperModel
+from kg.extraction.learned import CandidateTyper
 from kg.extraction.proposals import ProposalDetector
+from kg.extraction.typer_model import TYPER_DIR, TyperModel
 
 if not Doc.has_extension("kg_abbreviations"):
     Doc.set_extension("kg_abbreviations", default=None)

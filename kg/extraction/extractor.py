@@ -29,10 +29,10 @@ from kg.extraction.canonical import (
 )
 from kg.extraction.components import lexicon_v1, read_patterns
 from kg.extraction.hypernyms import assemble_hypernyms
-from kg.extraction.learned import TyperModel
 from kg.extraction.pipeline import NER_NAME, build_pipeline
 from kg.extraction.result_assembly import assemble_results
 from kg.extraction.spans import doc_text
+from kg.extraction.typer_model import TyperModel
 from kg.extraction.values import find_values
 from kg.model import Claim, ClaimKind, Entity, EntityType, Mention, PaperExtraction, Record, Value
 from kg.reading import latex

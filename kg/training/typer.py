@@ -26,7 +26,8 @@ from scipy import sparse
 
 from kg import schema
 from kg.extraction.canonical import canonical_key
-from kg.extraction.learned import CLASSES, TyperModel, candidates, context, grouped
+from kg.extraction.learned import CLASSES, candidates, context, grouped
+from kg.extraction.typer_model import TyperModel
 from kg.reading import latex
 
 # The gold's entity fields are the kinds' plurals ("tasks" → Task).
