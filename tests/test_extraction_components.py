@@ -34,6 +34,14 @@ def test_abbreviation_helpers(blank) -> None:  # noqa: ANN001
     assert find_abbreviations(blank("We evaluate (see Fig. 2) things.")) == []
 
 
+def test_a_long_form_starts_after_an_em_dash(blank) -> None:  # noqa: ANN001
+    # An em dash sets off a clause, so the word before it is not part of the name.
+    assert best_long_form("TPC", "attacks—Task Performance Check") == len("attacks—")
+    doc = blank("We stop attacks—Task Performance Check (TPC) flags them.")
+    pairs = [(long.text, short.text) for long, short in find_abbreviations(doc)]
+    assert pairs == [("Task Performance Check", "TPC")]
+
+
 @pytest.mark.parametrize(
     ("text", "number", "unit"),
     [

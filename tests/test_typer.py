@@ -11,7 +11,13 @@ from click.testing import CliRunner
 
 from kg.cli.main import main
 from kg.extraction.extractor import Extractor
-from kg.extraction.learned import CLASSES, evaluative, is_model_name
+from kg.extraction.learned import (
+    CLASSES,
+    candidates,
+    context,
+    evaluative,
+    is_model_name,
+)
 from kg.extraction.pipeline import build_pipeline
 from kg.extraction.typer_model import TyperModel
 from kg.model import EntityType
@@ -211,6 +217,22 @@ def test_judgements_are_not_measures() -> None:
     assert evaluative(nlp("high computational cost")[:])
     assert not evaluative(nlp("high-resolution images")[:])
     assert not evaluative(nlp("accuracy")[:])
+
+
+def test_no_candidate_spans_an_em_dash() -> None:
+    nlp = build_pipeline(typer=None)
+    doc = nlp(
+        "We study reasoning—reinforcement learning (RL) for LLMs. "
+        "We distil Large Language Models (LLMs)—behavioral cloning from rationales. "
+        "We solve the Navier–Stokes equations."
+    )
+    # The English rules leave "LLMs)—behavioral" one token; ours split it.
+    assert [t.text for t in doc[18:22]] == ["LLMs", ")", "—", "behavioral"]
+    texts = {span.text for span in candidates(doc, context(doc))}
+    assert {"reinforcement learning", "behavioral cloning"} <= texts
+    assert not any("—" in text for text in texts)
+    # An en dash joins a name and stays inside it.
+    assert any("Navier–Stokes" in text for text in texts)
 
 
 TRAIN_GOLD = SHARED / "gold" / "iclr-train.jsonl"

@@ -49,7 +49,9 @@ def _best_long_form(short: str, long: str) -> int | None:
             return None
         l_index -= 1
         s_index -= 1
-    return max(long.rfind(" ", 0, l_index + 1) + 1, 0)
+    # The long form starts a word: after a space, or after an em dash that sets off
+    # a clause ("attacks—Task Performance Check (TPC)").
+    return max(long.rfind(sep, 0, l_index + 1) for sep in " —―") + 1
 
 
 def _letters_ok(short: str, long: str) -> bool:

@@ -35,6 +35,8 @@ from kg.extraction.typer_model import TyperModel
 # order is the weight matrix's column order.
 CLASSES = ("O", *(k.name for k in schema.ENTITY_TYPES), "Proposed")
 MAX_TOKENS = 10
+# Dashes that separate clauses; an en dash joins names ("Navier–Stokes") and stays.
+CLAUSE_DASHES = frozenset(["—", "―"])
 # Phrases led by a judgement ("high computational cost", "poor accuracy") state a
 # result, not a measure: the measure is the rest of the phrase, its own candidate.
 EVALUATIVE = word_list("evaluative_modifiers")
@@ -188,7 +190,16 @@ def candidates(doc: Doc, ctx: _Context) -> list[Span]:
 
     def add(start: int, end: int) -> None:
         trimmed = _trim(start, end, ctx)
-        if trimmed is not None and trimmed[1] - trimmed[0] <= MAX_TOKENS:
+        if trimmed is None:
+            return
+        a, b = trimmed
+        dash = next((i for i in range(a, b) if ctx.words[i] in CLAUSE_DASHES), None)
+        if dash is not None:
+            # An em dash sets off a clause: the words either side are two phrases
+            # ("reasoning—reinforcement learning"), never one.
+            add(a, dash)
+            add(dash + 1, b)
+        elif b - a <= MAX_TOKENS:
             found.add(trimmed)
 
     for ent in doc.ents:

