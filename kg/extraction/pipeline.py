@@ -20,6 +20,7 @@ from typing import cast
 
 import spacy
 from spacy.language import Language
+from spacy.tokenizer import Tokenizer
 
 from kg.extraction import attributes
 from kg.extraction.components import typer_model_v1
@@ -43,8 +44,9 @@ def split_clause_dashes(nlp: Language) -> None:
     """
     # A closing bracket or quote before the dash is split off too: suffixes are
     # only looked for at the end of the whole chunk.
-    infixes = [*nlp.Defaults.infixes, r"[)\]\"”’](?=[—―])", r"[—―]"]
-    nlp.tokenizer.infix_finditer = spacy.util.compile_infix_regex(infixes).finditer
+    infixes = [*(nlp.Defaults.infixes or ()), r"[)\]\"”’](?=[—―])", r"[—―]"]
+    tokenizer = cast(Tokenizer, nlp.tokenizer)
+    tokenizer.infix_finditer = spacy.util.compile_infix_regex(infixes).finditer
 
 
 def build_pipeline(
