@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from spacy.tokens import Doc, Span
 
+from kg.extraction.spans import CLAUSE_DASHES
+
 
 def is_short_form(text: str) -> bool:
     """Whether a string can be an acronym: 2-12 chars, starts alphanumeric, has a capital."""
@@ -51,7 +53,7 @@ def _best_long_form(short: str, long: str) -> int | None:
         s_index -= 1
     # The long form starts a word: after a space, or after an em dash that sets off
     # a clause ("attacks—Task Performance Check (TPC)").
-    return max(long.rfind(sep, 0, l_index + 1) for sep in " —―") + 1
+    return max(long.rfind(sep, 0, l_index + 1) for sep in (" ", *CLAUSE_DASHES)) + 1
 
 
 def _letters_ok(short: str, long: str) -> bool:

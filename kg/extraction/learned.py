@@ -22,6 +22,7 @@ from spacy.tokens import Doc, Span
 from kg import schema
 from kg.extraction.canonical import canonical_key, expand_acronym, is_acronym, word_list
 from kg.extraction.spans import (
+    CLAUSE_DASHES,
     ENUMERATOR,
     LEADING_DROP,
     TRAILING_DROP,
@@ -35,8 +36,6 @@ from kg.extraction.typer_model import TyperModel
 # order is the weight matrix's column order.
 CLASSES = ("O", *(k.name for k in schema.ENTITY_TYPES), "Proposed")
 MAX_TOKENS = 10
-# Dashes that separate clauses; an en dash joins names ("Navier–Stokes") and stays.
-CLAUSE_DASHES = frozenset(["—", "―"])
 # Phrases led by a judgement ("high computational cost", "poor accuracy") state a
 # result, not a measure: the measure is the rest of the phrase, its own candidate.
 EVALUATIVE = word_list("evaluative_modifiers")

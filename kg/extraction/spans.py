@@ -25,6 +25,9 @@ NON_METHOD_HEADS = word_list("non_method_heads")
 DESCRIPTIVE_HEADS = word_list("descriptive_heads")
 NON_PROPOSALS = word_list("non_proposal_objects")
 TRAILING_DROP = frozenset(["'s", "'", "-", ",", ";", ":", "(", ")", "[", "]"])
+# Dashes that set off a clause: no phrase runs across one. An en dash joins names
+# ("Navier–Stokes") and is not one of them.
+CLAUSE_DASHES = frozenset("—―")
 
 
 def doc_text(doc: Doc) -> str:
