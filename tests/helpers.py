@@ -111,3 +111,15 @@ def stop_process(proc: subprocess.Popen, timeout: float = 10.0) -> None:
 def _tail(path: str, lines: int = 40) -> str:
     with open(path, encoding="utf-8", errors="replace") as fh:
         return "".join(fh.readlines()[-lines:])
+
+
+def assert_same_model(trained: Path, shipped: Path) -> None:
+    """A model ``kg train`` wrote is the shipped one: the same feature list, and
+    weights equal up to another CPU's floating point (a stale model differs by far more)."""
+    import numpy as np
+
+    assert (trained / "features.json").read_text("utf-8") == (shipped / "features.json").read_text(
+        "utf-8"
+    )
+    with np.load(trained / "weights.npz") as new, np.load(shipped / "weights.npz") as old:
+        assert np.abs(new["sparse"].astype(np.float32) - old["sparse"]).max() <= 0.01

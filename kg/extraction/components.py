@@ -36,8 +36,8 @@ from kg.extraction.canonical import is_acronym
 from kg.extraction.claims import ClaimDetector
 from kg.extraction.entities import EntityCollector
 from kg.extraction.learned import CandidateTyper
+from kg.extraction.linear_model import TYPER_DIR, LinearModel
 from kg.extraction.proposals import ProposalDetector
-from kg.extraction.typer_model import TYPER_DIR, TyperModel
 
 if not Doc.has_extension("kg_abbreviations"):
     Doc.set_extension("kg_abbreviations", default=None)
@@ -231,9 +231,9 @@ def make_claims(nlp: Language, name: str, *, cues: list[dict[str, Any]]) -> Clai
 
 
 @registry.misc("kg.typer_model.v1")
-def typer_model_v1() -> TyperModel | None:
+def typer_model_v1() -> LinearModel | None:
     """The shipped typer weights (``kg/extraction/typer/``), or None when absent."""
-    return TyperModel.load(TYPER_DIR) if (TYPER_DIR / "weights.npz").exists() else None
+    return LinearModel.load(TYPER_DIR) if (TYPER_DIR / "weights.npz").exists() else None
 
 
 @Language.factory(
@@ -253,7 +253,7 @@ def make_typer(
     nlp: Language,
     name: str,
     *,
-    model: TyperModel | None,
+    model: LinearModel | None,
     threshold: float,
     scale: dict[str, float],
     proposals: str,

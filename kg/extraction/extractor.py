@@ -29,10 +29,10 @@ from kg.extraction.canonical import (
 )
 from kg.extraction.components import lexicon_v1, read_patterns
 from kg.extraction.hypernyms import assemble_hypernyms
+from kg.extraction.linear_model import LinearModel
 from kg.extraction.pipeline import NER_NAME, build_pipeline
 from kg.extraction.result_assembly import assemble_results
 from kg.extraction.spans import doc_text
-from kg.extraction.typer_model import TyperModel
 from kg.extraction.values import find_values
 from kg.model import Claim, ClaimKind, Entity, EntityType, Mention, PaperExtraction, Record, Value
 from kg.reading import latex
@@ -100,7 +100,7 @@ class Extractor:
         n_process: int = 1,
         batch_size: int = 32,
         model_dir: Path | None = None,
-        typer: TyperModel | None | str = "shipped",
+        typer: LinearModel | None | str = "shipped",
     ) -> None:
         self.n_process = n_process
         self.batch_size = batch_size

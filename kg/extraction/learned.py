@@ -21,6 +21,7 @@ from spacy.tokens import Doc, Span
 
 from kg import schema
 from kg.extraction.canonical import canonical_key, expand_acronym, is_acronym, word_list
+from kg.extraction.linear_model import LinearModel
 from kg.extraction.spans import (
     CLAUSE_DASHES,
     ENUMERATOR,
@@ -30,7 +31,6 @@ from kg.extraction.spans import (
     has_letter,
     name_run,
 )
-from kg.extraction.typer_model import TyperModel
 
 # O, the entity types in kg.schema's order, and the paper's own proposals; the
 # order is the weight matrix's column order.
@@ -400,7 +400,7 @@ class CandidateTyper:
         self,
         name: str,
         *,
-        model: TyperModel | None,
+        model: LinearModel | None,
         threshold: float,
         scale: dict[str, float] | None = None,
         proposals: str = "rules",

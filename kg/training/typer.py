@@ -21,14 +21,12 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from scipy import sparse
-
 from kg import schema
 from kg.extraction.canonical import canonical_key
 from kg.extraction.learned import CLASSES, candidates, context, grouped
-from kg.extraction.typer_model import TyperModel
+from kg.extraction.linear_model import LinearModel
 from kg.reading import latex
+from kg.training.logistic import fit
 
 # The gold's entity fields are the kinds' plurals ("tasks" → Task).
 _FIELD_CLASS = {k.plural: k.name for k in schema.ENTITY_TYPES}
@@ -126,67 +124,6 @@ def featurise(nlp: Any, rows: list[dict[str, Any]]) -> tuple[list[list[str]], li
     return feats, labels
 
 
-def fit(
-    feats: list[list[str]],
-    labels: list[int],
-    *,
-    l2: float = 1e-4,
-    steps: int = 300,
-    learn_rate: float = 0.1,
-    min_count: int = 2,
-    entity_weight: float = 2.0,
-    weights: list[float] | None = None,
-    log: Callable[[str], None] = print,
-) -> TyperModel:
-    """Fit the logistic regression (full-batch Adam); features seen < ``min_count`` dropped.
-
-    ``entity_weight`` weighs the examples of every class but ``O`` (entities are
-    rare among candidates; the scorer weighs recall as much as precision);
-    ``weights``, one per example, multiply it (silver against gold).
-    """
-    counts: dict[str, int] = {}
-    for row in feats:
-        for x in set(row):
-            counts[x] = counts.get(x, 0) + 1
-    vocab = {x: i for i, x in enumerate(sorted(x for x, n in counts.items() if n >= min_count))}
-    rows, cols = [], []
-    for n, row in enumerate(feats):
-        for x in set(row):
-            if x in vocab:
-                rows.append(n)
-                cols.append(vocab[x])
-    n_ex, n_cls = len(feats), len(CLASSES)
-    # Each step is two sparse products; scipy's take about 0.25 s where numpy's
-    # bincounts took 1.5 s on the silver's 230k candidates.
-    design = sparse.csr_matrix(
-        (np.ones(len(rows)), (np.array(rows), np.array(cols))), shape=(n_ex, len(vocab))
-    )
-    design_t = design.T.tocsr()
-    y = np.array(labels)
-    onehot = np.zeros((n_ex, n_cls), dtype=np.float64)
-    onehot[np.arange(n_ex), y] = 1.0
-    sample_weight = np.where(y == 0, 1.0, entity_weight)
-    if weights is not None:
-        sample_weight = sample_weight * np.asarray(weights, dtype=np.float64)
-    w = np.zeros((len(vocab), n_cls))
-    m, v = np.zeros_like(w), np.zeros_like(w)
-    for step in range(1, steps + 1):
-        scores = design @ w
-        scores -= scores.max(axis=1, keepdims=True)
-        p = np.exp(scores)
-        p /= p.sum(axis=1, keepdims=True)
-        d = (p - onehot) * sample_weight[:, None] / n_ex
-        grad = design_t @ d
-        grad += l2 * w
-        m = 0.9 * m + 0.1 * grad
-        v = 0.999 * v + 0.001 * grad**2
-        w -= learn_rate * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
-        if step % 50 == 0 or step == steps:
-            loss = -np.log(p[np.arange(n_ex), y] + 1e-12).mean()
-            log(f"step {step:4d} loss {loss:.4f}")
-    return TyperModel(vocab, w.astype(np.float32))
-
-
 def train_typer(
     gold_path: str | Path,
     texts_paths: Iterable[str | Path],
@@ -197,7 +134,7 @@ def train_typer(
     model_dir: Path | None = None,
     n_process: int = 1,
     log: Callable[[str], None] = print,
-) -> TyperModel:
+) -> LinearModel:
     """Train the typer on a gold file (and silver ones) and write it to ``output``.
 
     ``silver_paths``: further annotations in the gold's format whose candidates
@@ -233,7 +170,7 @@ def train_typer(
         f"{len(rows)} gold and {len(silver)} silver abstracts, "
         f"{len(feats)} candidate phrases: {counts}"
     )
-    model = fit(feats, labels, weights=weights, log=log)
+    model = fit(feats, labels, len(CLASSES), entity_weight=2.0, weights=weights, log=log)
     model.save(Path(output))
     log(f"typer: {len(model.vocab)} features saved to {output}")
     return model

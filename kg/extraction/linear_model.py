@@ -1,9 +1,11 @@
-"""The typer's model: a multinomial logistic regression over sparse binary features.
+"""The learned models' form: a multinomial logistic regression over sparse binary features.
 
-Its files are ``features.json`` (the feature names, in weight-row order) and
-``weights.npz`` (float16); the shipped ones are in ``TYPER_DIR``, written by
-``kg train`` (:mod:`kg.training.typer`) and read by the ``kg_typer`` component
-(:mod:`kg.extraction.learned`).
+Two components run one: the typer (``kg_typer``, :mod:`kg.extraction.learned`),
+whose weights ship in ``TYPER_DIR``, and the claim detector (``kg_claims``,
+:mod:`kg.extraction.claims`), whose weights ship in ``CLAIMS_DIR``. Both are
+written by ``kg train`` (:mod:`kg.training`). A model's files are
+``features.json`` (the feature names, in weight-row order) and ``weights.npz``
+(float16).
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import numpy as np
 from scipy import sparse
 
 TYPER_DIR = Path(__file__).resolve().parent / "typer"
+CLAIMS_DIR = Path(__file__).resolve().parent / "claim_model"
 
 
-class TyperModel:
+class LinearModel:
     """A multinomial logistic regression over sparse binary features."""
 
     def __init__(self, vocab: dict[str, int], weights: np.ndarray) -> None:
@@ -25,7 +28,7 @@ class TyperModel:
         self.weights = weights
 
     @classmethod
-    def load(cls, path: Path = TYPER_DIR) -> TyperModel:
+    def load(cls, path: Path = TYPER_DIR) -> LinearModel:
         """Read ``features.json`` and ``weights.npz`` from ``path``."""
         vocab = json.loads((path / "features.json").read_text("utf-8"))
         with np.load(path / "weights.npz") as arrays:
@@ -39,7 +42,7 @@ class TyperModel:
         np.savez_compressed(path / "weights.npz", sparse=self.weights.astype(np.float16))
 
     def probabilities(self, rows: list[list[str]]) -> np.ndarray:
-        """Class probabilities (in ``CLASSES`` order) for each feature row."""
+        """Class probabilities (in the trained classes' order) for each feature row."""
         vocab = self.vocab
         columns: list[int] = []
         ends = [0]
