@@ -78,7 +78,8 @@ ICLR_TEXTS_IN_SHARED = Path("data/iclr2026_abstracts/iclr2026_accepted_abstracts
     "--shared",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="The shared data directory (../shared): train every shipped model as shipped "
-    "(the SciERC recogniser on train + dev, and the typer on the ICLR train gold).",
+    "(the SciERC recogniser on train + dev, the typer and the claim model on the ICLR "
+    "train gold).",
 )
 @click.option(
     "--scierc-dir",
@@ -87,9 +88,9 @@ ICLR_TEXTS_IN_SHARED = Path("data/iclr2026_abstracts/iclr2026_accepted_abstracts
 )
 @click.option(
     "--only",
-    type=click.Choice(["recogniser", "typer"]),
+    type=click.Choice(["recogniser", "typer", "claims"]),
     default=None,
-    help="Train one model only (default: both with --shared, the recogniser without).",
+    help="Train one model only (default: all three with --shared, the recogniser without).",
 )
 @click.option(
     "--output",
@@ -106,6 +107,14 @@ ICLR_TEXTS_IN_SHARED = Path("data/iclr2026_abstracts/iclr2026_accepted_abstracts
     show_default=True,
     help="Directory to write the typer to; the installed one is replaced only when "
     "asked: --typer-output kg/extraction/typer.",
+)
+@click.option(
+    "--claims-output",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("kg-claims"),
+    show_default=True,
+    help="Directory to write the claim model to; the installed one is replaced only "
+    "when asked: --claims-output kg/extraction/claim_model.",
 )
 @click.option(
     "--silver/--no-silver",
@@ -148,6 +157,7 @@ def train(
     only: str | None,
     output: Path,
     typer_output: Path,
+    claims_output: Path,
     silver: bool,
     processes: int | None,
     epochs: int,
@@ -161,14 +171,15 @@ def train(
 ) -> None:
     """Train the extractor's models (see docs/extraction.md).
 
-    ``kg train --shared ../shared`` reproduces both shipped models: the SciERC
-    recogniser (train + dev, 70 epochs), which ``kg eval --scierc`` scores, and the
+    ``kg train --shared ../shared`` reproduces every shipped model: the SciERC
+    recogniser (train + dev, 70 epochs), which ``kg eval --scierc`` scores; the
     typer (ICLR train gold and the shipped silver), which extraction runs without
-    the recogniser.
+    the recogniser; and the claim model (ICLR train gold), trained on what the
+    pipeline reads with that typer.
     """
     if shared is None and scierc_dir is None:
         fail("give --shared DIR (every shipped model) or --scierc-dir DIR")
-    steps = [only] if only else (["recogniser", "typer"] if shared else ["recogniser"])
+    steps = [only] if only else (["recogniser", "typer", "claims"] if shared else ["recogniser"])
     log = lambda line: click.echo(line, err=True)  # noqa: E731
     if "recogniser" in steps:
         from kg.training.recogniser import train as run_train
@@ -190,18 +201,26 @@ def train(
         )
         click.echo(json.dumps({k: round(v, 4) for k, v in best.items()}))
         click.echo(f"kg: model written to {output}", err=True)
-    if "typer" in steps:
+    if {"typer", "claims"} & set(steps) and shared is None:
+        fail("the typer and the claim model train on the ICLR gold: give --shared DIR")
+    gold = (shared / TYPER_GOLD_IN_SHARED, [shared / ICLR_TEXTS_IN_SHARED]) if shared else None
+    if "typer" in steps and gold:
         from kg.training.typer import SILVER, train_typer
 
-        if shared is None:
-            fail("the typer trains on the ICLR gold: give --shared DIR")
         # Extraction runs the typer without the recogniser (it added nothing
         # measurable at 29 % of the CPU): the typer learns without its spans too.
         train_typer(
-            shared / TYPER_GOLD_IN_SHARED,
-            [shared / ICLR_TEXTS_IN_SHARED],
+            *gold,
             typer_output,
             silver_paths=[SILVER] if silver else [],
             n_process=processes or available_cpus(),
             log=log,
         )
+    if "claims" in steps and gold:
+        from kg.extraction.linear_model import LinearModel
+        from kg.training.claims import train_claims
+
+        # The claim model reads what the pipeline reads, proposals included: with
+        # the typer trained just now, else with the installed one.
+        typer = LinearModel.load(typer_output) if "typer" in steps else "shipped"
+        train_claims(*gold, claims_output, typer=typer, log=log)

@@ -36,7 +36,7 @@ from kg.extraction.canonical import is_acronym
 from kg.extraction.claims import ClaimDetector
 from kg.extraction.entities import EntityCollector
 from kg.extraction.learned import CandidateTyper
-from kg.extraction.linear_model import TYPER_DIR, LinearModel
+from kg.extraction.linear_model import CLAIMS_DIR, TYPER_DIR, LinearModel
 from kg.extraction.proposals import ProposalDetector
 
 if not Doc.has_extension("kg_abbreviations"):
@@ -217,14 +217,40 @@ def make_proposed(
 # ---------------------------------------------------------------- claims
 
 
+@registry.misc("kg.claim_model.v1")
+def claim_model_v1() -> LinearModel | None:
+    """The shipped claim model (``kg/extraction/claim_model/``), or None when absent."""
+    return LinearModel.load(CLAIMS_DIR) if (CLAIMS_DIR / "weights.npz").exists() else None
+
+
 @Language.factory(
     "kg_claims",
-    default_config={"cues": {"@misc": "kg.claim_cues.v1"}},
+    default_config={
+        "cues": {"@misc": "kg.claim_cues.v1"},
+        "model": {"@misc": "kg.claim_model.v1"},
+        "threshold": 0.3,
+        "max_claims": 5,
+    },
     assigns=["doc.spans"],
 )
-def make_claims(nlp: Language, name: str, *, cues: list[dict[str, Any]]) -> ClaimDetector:
-    """Label claim sentences with a kind (contribution, performance, …)."""
-    return ClaimDetector(nlp, name, cues=cues)
+def make_claims(
+    nlp: Language,
+    name: str,
+    *,
+    cues: list[dict[str, Any]],
+    model: LinearModel | None,
+    threshold: float,
+    max_claims: int,
+) -> ClaimDetector:
+    """Label claim sentences with a kind (contribution, performance, …).
+
+    ``threshold`` (on 1 - P(not a claim)) and ``max_claims`` per abstract were
+    chosen by cross-validation on ``iclr-train.jsonl`` (benchmarks/quality.md);
+    the guidelines keep one to five claims per abstract.
+    """
+    return ClaimDetector(
+        nlp, name, cues=cues, model=model, threshold=threshold, max_claims=max_claims
+    )
 
 
 # ---------------------------------------------------------------- learned typer

@@ -40,7 +40,7 @@ from kg.vocab import entity_iri
 
 log = logging.getLogger(__name__)
 
-EXTRACTOR_VERSION = "0.9.1"
+EXTRACTOR_VERSION = "0.10.0"
 
 _SOURCE_COMPONENT = {
     "lexicon": "kg_lexicon",
