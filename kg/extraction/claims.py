@@ -126,13 +126,15 @@ class ClaimDetector:
             span = range(sent.start, sent.end)
             ours = any(toks.lower[i] in ("we", "our", "ours", "us") for i in span)
             numbers = any(toks.number[i] for i in span)
-            cited = not ours and _reports_others(sent, toks)
+            text = doc_text(doc)[sent.start_char : sent.end_char]
+            cited = not ours and _reports_others(sent, text, toks)
             kind = (
-                None if cited else self._kind(sent, toks, found, names, ours=ours, numbers=numbers)
+                None
+                if cited
+                else self._kind(sent, text, toks, found, names, ours=ours, numbers=numbers)
             )
-            readings.append(SentenceReading(sent, kind, cited, []))
-            if features:
-                readings[-1].features = sentence_features(
+            feats = (
+                sentence_features(
                     sent,
                     toks,
                     n,
@@ -143,11 +145,16 @@ class ClaimDetector:
                     numbers=numbers,
                     proposed=any(sent.start <= p.start < sent.end for p in proposed),
                 )
+                if features
+                else []
+            )
+            readings.append(SentenceReading(sent, kind, cited, feats))
         return readings
 
     def _kind(
         self,
         sent: Span,
+        text: str,
         toks: _Tokens,
         found: list[tuple[str, str, str]],
         proposed: set[str],
@@ -179,7 +186,6 @@ class ClaimDetector:
             kinds = {"performance" if numbers else "contribution"}
         if not kinds:
             return None
-        text = doc_text(sent.doc)[sent.start_char : sent.end_char]
         return self.choose_kind(strong, kinds, numbers, asymptotic=bool(_BIG_O.search(text)))
 
     def __call__(self, doc: Doc) -> Doc:
@@ -201,10 +207,10 @@ class ClaimDetector:
         return doc
 
 
-def _reports_others(sent: Span, toks: _Tokens) -> bool:
+def _reports_others(sent: Span, text: str, toks: _Tokens) -> bool:
     """Whether a sentence reports others' work: "Ben Arous et al. (2021) showed …",
     "Prior work has proposed …" (but not "FooNet outperforms existing methods")."""
-    if _CITATION.search(doc_text(sent.doc)[sent.start_char : sent.end_char]):
+    if _CITATION.search(text):
         return True
     root = sent.root.i
     return any(

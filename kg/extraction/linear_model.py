@@ -28,7 +28,7 @@ class LinearModel:
         self.weights = weights
 
     @classmethod
-    def load(cls, path: Path = TYPER_DIR) -> LinearModel:
+    def load(cls, path: Path) -> LinearModel:
         """Read ``features.json`` and ``weights.npz`` from ``path``."""
         vocab = json.loads((path / "features.json").read_text("utf-8"))
         with np.load(path / "weights.npz") as arrays:
