@@ -269,6 +269,34 @@ def test_index_equals_scans_after_random_writes(tmp_path: Path) -> None:
     assert_counters_hold(Index(rebuilt))
 
 
+def test_paper_graphs_reads_what_the_store_holds_in_its_order(tmp_path: Path) -> None:
+    """The read-ahead graph reader gives each paper's quads exactly, in the order
+    quads_for_pattern gives them, also for a graph with a blank node or a literal
+    that looks like one."""
+    from pyoxigraph import BlankNode, Literal, NamedNode, Quad
+
+    from kg.store.index import READ_AHEAD, paper_graphs, paper_quads
+    from kg.vocab import paper_graph
+
+    rng = random.Random(3)
+    store = open_store(tmp_path / "store")
+    ids = [f"p{i}" for i in range(READ_AHEAD + 9)]
+    store.write_papers([map_paper(paper(rng, i)) for i in ids], new=True)
+    odd = NamedNode("https://example.org/odd")
+    store.raw.add(Quad(odd, odd, BlankNode("b1"), paper_graph("p1")))
+    store.raw.add(Quad(odd, odd, Literal('x> _:y .\n_:z "'), paper_graph("p2")))
+    wanted = ["p2", "p1", "p0", *ids[3:], "p-none"]
+    read = list(paper_graphs(store, wanted))
+    assert [pid for pid, _ in read] == wanted
+    for pid, quads in read:
+        assert quads == list(paper_quads(store, pid)), pid
+    assert BlankNode("b1") in {q.object for q in read[1][1]}
+    assert read[-1][1] == []
+    # A reader stopped early cancels what it read ahead.
+    first = next(iter(paper_graphs(store, ids)))
+    assert first[0] == "p0"
+
+
 def test_a_write_merges_labels_alike_with_and_without_the_index(tmp_path: Path) -> None:
     # With the index in step, a write takes the stored labels from it; the
     # store must end up with exactly the quads the store's own lookups give.

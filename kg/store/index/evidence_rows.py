@@ -57,7 +57,7 @@ _PROPS = {
 
 @dataclass(slots=True)
 class Evidence:
-    """One paper's surface forms and acronym definitions ``(graph, short, long)``."""
+    """Surface forms and acronym definitions ``(graph, short, long)`` of one paper or more."""
 
     surfaces: list[Surface]
     definitions: list[tuple[str, str, str]]
@@ -178,6 +178,13 @@ def definitions_by_long_key(db: sqlite3.Connection, key: str) -> list[tuple[str,
         (key, key + "-", key + "."),
     )
     return rows.fetchall()
+
+
+def all_evidence(db: sqlite3.Connection) -> Evidence:
+    """Every paper's evidence."""
+    surfaces = [_surface(r) for r in db.execute(f"SELECT {_SURFACE_COLUMNS} FROM surfaces")]
+    definitions = db.execute("SELECT graph, written, long FROM acronyms").fetchall()
+    return Evidence(surfaces, definitions)
 
 
 def papers_evidence(db: sqlite3.Connection, paper_ids: Iterable[str]) -> Evidence:
