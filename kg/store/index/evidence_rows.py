@@ -45,6 +45,7 @@ CREATE INDEX IF NOT EXISTS acronyms_long ON acronyms (long_key);
 """
 
 _TYPE, _SURFACE, _DEFINITION = RDF.type, KG.SurfaceForm, KG.AcronymDefinition
+_ALIAS, _LONG = KG.surfaceAlias, KG.longForm
 _PROPS = {
     KG.surfaceType: "type",
     KG.surfaceKey: "key",
@@ -71,14 +72,18 @@ def evidence_rows(quads: Iterable[Quad]) -> Evidence:
     props: dict[str, dict[str, str]] = defaultdict(dict)
     multi: dict[str, list[str]] = defaultdict(list)
     for q in quads:
-        s = text(q.subject)
-        if q.predicate == _TYPE and q.object in (_SURFACE, _DEFINITION):
-            kinds[s] = text(q.object)
-            graph_of[s] = text(q.graph_name)
-        elif q.predicate == KG.surfaceAlias or q.predicate == KG.longForm:
-            multi[s].append(text(q.object))
-        elif q.predicate in _PROPS:
-            props[s][_PROPS[q.predicate]] = text(q.object)
+        # Most quads are none of these: test the predicate before reading strings.
+        pred = q.predicate
+        if pred == _TYPE:
+            o = q.object
+            if o in (_SURFACE, _DEFINITION):
+                s = text(q.subject)
+                kinds[s] = text(o)
+                graph_of[s] = text(q.graph_name)
+        elif pred in _PROPS:
+            props[text(q.subject)][_PROPS[pred]] = text(q.object)
+        elif pred in (_ALIAS, _LONG):
+            multi[text(q.subject)].append(text(q.object))
     surfaces, definitions = [], []
     for iri, kind in sorted(kinds.items()):
         p = props[iri]
