@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import threading
 from pathlib import Path
 
 from kg.mapping.papers import map_paper
@@ -292,9 +293,11 @@ def test_paper_graphs_reads_what_the_store_holds_in_its_order(tmp_path: Path) ->
         assert quads == list(paper_quads(store, pid)), pid
     assert BlankNode("b1") in {q.object for q in read[1][1]}
     assert read[-1][1] == []
-    # A reader stopped early cancels what it read ahead.
-    first = next(iter(paper_graphs(store, ids)))
-    assert first[0] == "p0"
+    # A reader closed early cancels what it read ahead and ends its thread.
+    reader = paper_graphs(store, ids)
+    assert next(reader)[0] == "p0"
+    reader.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("kg-read")]
 
 
 def test_a_write_merges_labels_alike_with_and_without_the_index(tmp_path: Path) -> None:
