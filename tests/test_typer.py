@@ -20,7 +20,10 @@ from kg.extraction.learned import (
 )
 from kg.extraction.linear_model import LinearModel
 from kg.extraction.pipeline import build_pipeline
-from kg.model import EntityType
+from kg.extraction.spans import is_name_token, name_run
+from kg.model import EntityType, Record
+from kg.reading.readers import read_paths
+from kg.resources import sample_corpus
 from kg.training.logistic import fit
 from kg.training.typer import (
     SILVER,
@@ -233,6 +236,24 @@ def test_no_candidate_spans_an_em_dash() -> None:
     assert not any("—" in text for text in texts)
     # An en dash joins a name and stays inside it.
     assert any("Navier–Stokes" in text for text in texts)
+
+
+def test_name_runs_from_the_context_are_the_tokens_own() -> None:
+    """The typer finds name runs from the flags its context computed per token;
+    they must be what :func:`name_run` finds from the tokens themselves."""
+    nlp = build_pipeline(typer=None)
+    texts = [r.abstract for r in read_paths(sample_corpus()) if isinstance(r, Record)]
+    texts.append("The Prior-Free Class Prior Estimating module of PFT3A beats Qwen2.5-7B-Instruct.")
+    runs = 0
+    for doc in nlp.pipe(texts):
+        ctx = context(doc)
+        assert ctx.named == [is_name_token(t) for t in doc]
+        for sent in doc.sents:
+            for i in range(sent.start, sent.end):
+                found = name_run(doc[i : sent.end], ctx.named)
+                assert found == name_run(doc[i : sent.end])
+                runs += found is not None
+    assert runs > 500
 
 
 TRAIN_GOLD = SHARED / "gold" / "iclr-train.jsonl"

@@ -29,6 +29,7 @@ from kg.extraction.spans import (
     TRAILING_DROP,
     doc_text,
     has_letter,
+    is_name_word,
     name_run,
 )
 
@@ -89,6 +90,7 @@ class _Context:
     drop_lead: list[bool] = field(default_factory=list)
     drop_trail: list[bool] = field(default_factory=list)
     idx: list[int] = field(default_factory=list)
+    named: list[bool] = field(default_factory=list)
     keys: dict[str, str] = field(default_factory=dict)
     word_feature: list[str] = field(default_factory=list)
     by_head: dict[int, list[str]] = field(default_factory=dict)
@@ -135,7 +137,9 @@ def context(doc: Doc) -> _Context:
         ctx.pos.append(pos)
         ctx.dep.append(tok.dep_)
         ctx.punct.append(tok.is_punct)
-        ctx.sent_start.append(bool(tok.is_sent_start))
+        starts = bool(tok.is_sent_start)
+        ctx.sent_start.append(starts)
+        ctx.named.append(is_name_word(text, starts, pos))
         plain = text.isalpha()
         # is_acronym needs an upper-case letter after the first character.
         ctx.acronym.append(text[1:].lower() != text[1:] and is_acronym(text))
@@ -215,7 +219,7 @@ def candidates(doc: Doc, ctx: _Context) -> list[Span]:
     for sent in doc.sents:
         i = sent.start
         while i < sent.end:
-            run = name_run(doc[i : sent.end])
+            run = name_run(doc[i : sent.end], ctx.named)
             if run is None:
                 break
             add(run.start, run.end)

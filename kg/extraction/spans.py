@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from spacy.tokens import Doc, Span, Token
 
@@ -105,25 +106,30 @@ STOP_AT = frozenset(["that", "which", "who", "where", "to", ",", ";", ":", ".", 
 
 def is_name_token(token: Token) -> bool:
     """Whether a token looks like part of a name: GRPO, UniCon, PFT3A, Octax."""
-    text = token.text
+    return is_name_word(token.text, bool(token.is_sent_start), token.pos_)
+
+
+@lru_cache(maxsize=65_536)
+def is_name_word(text: str, sent_start: bool, pos: str) -> bool:
+    """:func:`is_name_token` on a token's text, whether it starts a sentence, and
+    its part of speech (remembered: a word's answer never changes)."""
     if not has_letter(text):
         return False
     if is_acronym(text) or (any(c.isdigit() for c in text) and any(c.isupper() for c in text)):
         return True
-    return (
-        text[:1].isupper()
-        and not token.is_sent_start
-        and token.pos_ == "PROPN"
-        and text.lower() not in LEADING_DROP
-    )
+    capital = text[:1].isupper() and not sent_start
+    return capital and pos == "PROPN" and text.lower() not in LEADING_DROP
 
 
-def name_run(span: Span) -> Span | None:
-    """The first run of name-like tokens in a span (hyphen-joined parts included)."""
+def name_run(span: Span, named: Sequence[bool] | None = None) -> Span | None:
+    """The first run of name-like tokens in a span (hyphen-joined parts included).
+
+    ``named``: :func:`is_name_token` of every token of the doc, when the caller
+    has it already (most tokens are not names: this skips making them)."""
     doc = span.doc
     i = span.start
     while i < span.end:
-        if is_name_token(doc[i]):
+        if named[i] if named is not None else is_name_token(doc[i]):
             j = i + 1
             # Back over a Titlecase hyphen prefix ("Prior-Free" when only "Free" looked
             # named) and over Titlecase words of a multiword name ("Class Prior Estimating").
