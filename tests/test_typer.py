@@ -17,6 +17,7 @@ from kg.extraction.learned import (
     context,
     evaluative,
     is_model_name,
+    span_text,
 )
 from kg.extraction.linear_model import LinearModel
 from kg.extraction.pipeline import build_pipeline
@@ -254,6 +255,19 @@ def test_name_runs_from_the_context_are_the_tokens_own() -> None:
                 assert found == name_run(doc[i : sent.end])
                 runs += found is not None
     assert runs > 500
+
+
+def test_candidate_texts_from_the_context_are_the_spans_own() -> None:
+    nlp = build_pipeline(typer=None)
+    texts = [r.abstract for r in read_paths(sample_corpus()) if isinstance(r, Record)]
+    texts.append("Tabs\tand  double  spaces, (brackets) and a trailing space ")
+    seen = 0
+    for doc in nlp.pipe(texts):
+        ctx = context(doc)
+        for span in candidates(doc, ctx):
+            assert span_text(span.start, span.end, ctx) == span.text
+            seen += 1
+    assert seen > 1000
 
 
 TRAIN_GOLD = SHARED / "gold" / "iclr-train.jsonl"

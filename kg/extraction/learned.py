@@ -288,6 +288,11 @@ def _end_features(end: int, ctx: _Context) -> list[str]:
     return f
 
 
+def span_text(start: int, end: int, ctx: _Context) -> str:
+    """A span's text (``Span.text``) from the doc's, without making its tokens."""
+    return ctx.text[ctx.idx[start] : ctx.idx[end - 1] + len(ctx.words[end - 1])]
+
+
 def features(span: Span, ctx: _Context) -> list[str]:
     """The features of one candidate phrase in its context."""
     start, end = span.start, span.end
@@ -335,7 +340,7 @@ def features(span: Span, ctx: _Context) -> list[str]:
         f.append(f"rule={ctx.rules[key]}")
         f.append(f"rule={ctx.rules[key]}_cap={capital}")
     f += [f"ruletok={x}" for x in {ctx.rule_tokens.get(i) for i in range(start, end)} if x]
-    text = ctx.text[ctx.idx[start] : ctx.idx[end - 1] + len(words[end - 1])]
+    text = span_text(start, end, ctx)
     if length == 1 and expand_acronym(text):
         f.append("known_acronym")
     prep = f"prep={lower[gov]}" if ctx.pos[gov] == "ADP" else "prep=#"
@@ -359,7 +364,7 @@ def grouped(
     by_key: dict[str, tuple[list[Span], set[str]]] = {}
     keys = ctx.keys
     for span in spans:
-        text = span.text
+        text = span_text(span.start, span.end, ctx)
         key = keys.get(text)
         if key is None:
             key = keys[text] = canonical_key(text)
