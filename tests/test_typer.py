@@ -239,14 +239,21 @@ def test_no_candidate_spans_an_em_dash() -> None:
     assert any("Navier–Stokes" in text for text in texts)
 
 
-def test_name_runs_from_the_context_are_the_tokens_own() -> None:
-    """The typer finds name runs from the flags its context computed per token;
-    they must be what :func:`name_run` finds from the tokens themselves."""
-    nlp = build_pipeline(typer=None)
+@pytest.fixture(scope="module")
+def sample_docs() -> list:
+    """The sample corpus parsed, and texts made to hit the edges: names joined by
+    hyphens and sizes, tabs, runs of spaces and a trailing space."""
     texts = [r.abstract for r in read_paths(sample_corpus()) if isinstance(r, Record)]
     texts.append("The Prior-Free Class Prior Estimating module of PFT3A beats Qwen2.5-7B-Instruct.")
+    texts.append("Tabs\tand  double  spaces, (brackets) and a trailing space ")
+    return list(build_pipeline(typer=None).pipe(texts))
+
+
+def test_name_runs_from_the_context_are_the_tokens_own(sample_docs: list) -> None:
+    """The typer finds name runs from the flags its context computed per token;
+    they must be what :func:`name_run` finds from the tokens themselves."""
     runs = 0
-    for doc in nlp.pipe(texts):
+    for doc in sample_docs:
         ctx = context(doc)
         assert ctx.named == [is_name_token(t) for t in doc]
         for sent in doc.sents:
@@ -257,12 +264,9 @@ def test_name_runs_from_the_context_are_the_tokens_own() -> None:
     assert runs > 500
 
 
-def test_candidate_texts_from_the_context_are_the_spans_own() -> None:
-    nlp = build_pipeline(typer=None)
-    texts = [r.abstract for r in read_paths(sample_corpus()) if isinstance(r, Record)]
-    texts.append("Tabs\tand  double  spaces, (brackets) and a trailing space ")
+def test_candidate_texts_from_the_context_are_the_spans_own(sample_docs: list) -> None:
     seen = 0
-    for doc in nlp.pipe(texts):
+    for doc in sample_docs:
         ctx = context(doc)
         for span in candidates(doc, ctx):
             assert span_text(span.start, span.end, ctx) == span.text
