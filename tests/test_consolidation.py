@@ -22,7 +22,7 @@ from kg.read.resolve import resolve_entity
 from kg.store.embedded import open_store
 from kg.store.index import index_of, rebuild
 from kg.vocab import KG, SKOS, entity_iri, paper_graph, paper_iri
-from tests.test_index import indexed, scanned
+from tests.test_index import assert_counters_hold, indexed, scanned
 
 T, M, D, X = EntityType.TASK, EntityType.METHOD, EntityType.DATASET, EntityType.METRIC
 
@@ -335,19 +335,30 @@ def _random_paper(rng, n: int) -> PaperExtraction:  # noqa: ANN001
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_write_reads_only_what_it_can_change_and_decides_as_the_whole_corpus(
-    tmp_path: Path, seed: int
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """After every add or delete the scoped consolidation leaves nothing for a
     consolidation of the whole corpus to change."""
     import random
 
     from kg.store.consolidation import consolidate
+    from kg.store.index import db as index_db
 
     rng = random.Random(seed)
     store = open_store(tmp_path / "s")
     alive: list[str] = []
     made: dict[str, PaperExtraction] = {}
+    unsearched: list[int] = []
+    unsearch = index_db._unsearch  # noqa: SLF001
+
+    def counted(db, dropped, before) -> None:  # noqa: ANN001
+        unsearched.append(len(dropped))
+        unsearch(db, dropped, before)
+
+    monkeypatch.setattr(index_db, "_unsearch", counted)
     for step in range(30):
+        # A merge drops names from the name search: by one scan, or a query each.
+        monkeypatch.setattr(index_db, "SCAN_SHARE", rng.choice([0.0, 1e9]))
         if alive and rng.random() < 0.3:
             victim = alive.pop(rng.randrange(len(alive)))
             assert remove_paper(store, victim)
@@ -363,7 +374,9 @@ def test_a_write_reads_only_what_it_can_change_and_decides_as_the_whole_corpus(
         full = consolidate(store)
         assert not full.scoped
         assert (full.quads_removed, full.quads_added) == (0, 0), f"step {step}"
+        assert_counters_hold(index_of(store))
     check_index(store)
+    assert sum(n > 0 for n in unsearched) >= 3, "merges dropped names"
     # Nothing a deleted paper alone named is left: the same as the survivors in one go.
     fresh = open_store(tmp_path / "fresh")
     ingest(fresh, *(made[pid] for pid in alive))

@@ -229,6 +229,9 @@ def assert_counters_hold(index) -> None:  # noqa: ANN001
         for i, (t, papers, lname, eid, iri) in enumerate(rows)
     }
     assert filed == named
+    # The name search holds every name, once, and nothing else.
+    searchable = sorted(db.execute("SELECT lname, eid, name FROM names_tri"))
+    assert searchable == sorted(db.execute("SELECT lname, eid, name FROM names"))
 
 
 def test_index_equals_scans_after_random_writes(tmp_path: Path) -> None:

@@ -257,6 +257,10 @@ class Index:
         label and names replaced, not merged. ``old_names``: names each had
         before, to take out of the name tables."""
         with self._writer() as db:
+            # Rows of the name search added from here on are not the ones dropped.
+            found = db.execute("SELECT rowid FROM names_tri ORDER BY rowid DESC LIMIT 1")
+            before = (found.fetchone() or (0,))[0]
+            dropped: list[tuple[int, str]] = []
             for iri in touched:
                 info = infos.get(iri)
                 row = db.execute(
@@ -276,6 +280,7 @@ class Index:
                 # The entity's tier_names rows are filed again from the names below.
                 for name in old_names.get(iri, set()) - keep:
                     _drop_name(db, eid, name)
+                    dropped.append((eid, name))
                 if info is None:
                     if row is None or row[2] == 0:
                         db.execute("DELETE FROM entities WHERE eid=?", (eid,))
@@ -287,6 +292,7 @@ class Index:
                 for name in info.names:
                     _add_name(db, eid, name)
                 file_names(db, eid)
+            _unsearch(db, dropped, before)
 
     def delete(self, paper_ids: Iterable[str]) -> None:
         """Take these papers and their contributions out."""
@@ -356,18 +362,51 @@ def _add_name(db: sqlite3.Connection, eid: int, name: str) -> bool:
 
 
 def _drop_name(db: sqlite3.Connection, eid: int, name: str) -> None:
-    low = name.lower()
-    db.execute("DELETE FROM names WHERE lname=? AND eid=? AND name=?", (low, eid, name))
-    if len(low) >= 3:
-        # The trigram index finds the row; an unindexed column alone would scan the table.
-        phrase = '"' + low.replace('"', '""') + '"'
+    """Take a name from an entity; its row in the name search goes in :func:`_unsearch`."""
+    db.execute("DELETE FROM names WHERE lname=? AND eid=? AND name=?", (name.lower(), eid, name))
+
+
+SCAN_SHARE = 1 / 500
+"""Names dropped, as a share of all, from which one scan of the name search finds
+their rows sooner than a trigram query each (about 0.8 ms a query, 1.4 µs a row
+scanned: 1,300 names of 20,435 took 1.0 s by query, 0.03 s by one scan)."""
+
+
+def _unsearch(db: sqlite3.Connection, dropped: list[tuple[int, str]], before: int) -> None:
+    """Delete the name search's rows of these (entity, name) pairs, among the rows
+    up to ``before`` (a pair dropped and given again since has a newer row)."""
+    if not dropped:
+        return
+    # The last row id bounds the rows a scan reads.
+    if len(dropped) >= SCAN_SHARE * before:
+        # Keyed, so the scan of the name search looks each of its rows up here.
         db.execute(
-            "DELETE FROM names_tri WHERE rowid IN (SELECT rowid FROM names_tri "
-            "WHERE names_tri MATCH ? AND eid=? AND name=?)",
-            (phrase, eid, name),
+            "CREATE TEMP TABLE IF NOT EXISTS kg_dropped "
+            "(eid INTEGER, name TEXT, PRIMARY KEY (eid, name)) WITHOUT ROWID"
         )
-    else:
-        db.execute("DELETE FROM names_tri WHERE eid=? AND name=?", (eid, name))
+        db.execute("DELETE FROM kg_dropped")
+        db.executemany("INSERT OR IGNORE INTO kg_dropped VALUES (?, ?)", dropped)
+        db.execute(
+            "DELETE FROM names_tri WHERE rowid IN (SELECT t.rowid FROM names_tri t "
+            "JOIN kg_dropped d ON d.eid = t.eid AND d.name = t.name WHERE t.rowid <= ?)",
+            (before,),
+        )
+        db.execute("DELETE FROM kg_dropped")
+        return
+    for eid, name in dropped:
+        low = name.lower()
+        if len(low) >= 3:
+            # The trigram index finds the row; an unindexed column alone would scan the table.
+            phrase = '"' + low.replace('"', '""') + '"'
+            db.execute(
+                "DELETE FROM names_tri WHERE rowid IN (SELECT rowid FROM names_tri "
+                "WHERE names_tri MATCH ? AND eid=? AND name=? AND rowid <= ?)",
+                (phrase, eid, name, before),
+            )
+        else:
+            db.execute(
+                "DELETE FROM names_tri WHERE eid=? AND name=? AND rowid <= ?", (eid, name, before)
+            )
 
 
 def _rowid(cursor: sqlite3.Cursor) -> int:
