@@ -384,7 +384,7 @@ def _unsearch(db: sqlite3.Connection, dropped: list[tuple[int, str]], before: in
             "CREATE TEMP TABLE IF NOT EXISTS kg_dropped "
             "(eid INTEGER, name TEXT, PRIMARY KEY (eid, name)) WITHOUT ROWID"
         )
-        db.execute("DELETE FROM kg_dropped")
+        # Emptied below once used; a write that fails rolls back what it put here.
         db.executemany("INSERT OR IGNORE INTO kg_dropped VALUES (?, ?)", dropped)
         db.execute(
             "DELETE FROM names_tri WHERE rowid IN (SELECT t.rowid FROM names_tri t "
