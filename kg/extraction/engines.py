@@ -39,6 +39,13 @@ from kg.model import PaperExtraction, Record
 
 ENGINES = ("local", "pool", "dask")
 PLUGIN_NAME = "kg-extractor"
+BATCHES_PER_WORKER = 8
+"""Batches submitted and not yet yielded, per worker, by default. While the
+ingest writes a batch of papers to the store (seconds), nothing is yielded and
+no batch submitted: the workers keep going only on what is already in flight.
+Two batches a worker ran dry within each write; eight (about 10 s of work at
+32 abstracts a batch) keep both cores of a 2-core machine busy through it
+(BENCHMARKS.md). The results held wait in order, a few MB at most."""
 
 
 def make_extractor(
@@ -120,8 +127,9 @@ class DaskExtractor:
         """Connect to ``scheduler`` (``tcp://host:8786``), or start a local cluster of
         ``local_workers`` single-threaded worker processes when it is None.
         ``in_flight`` bounds the batches submitted and not yet yielded
-        (default: twice the cluster's worker threads). ``factory``, a picklable
-        callable, builds each worker's extractor (default: the spaCy one)."""
+        (default: :data:`BATCHES_PER_WORKER` per worker thread of the cluster).
+        ``factory``, a picklable callable, builds each worker's extractor
+        (default: the spaCy one)."""
         self.scheduler = scheduler
         self.batch_size = batch_size
         self.in_flight = in_flight
@@ -170,7 +178,7 @@ class DaskExtractor:
         from distributed import as_completed
 
         client = self.client
-        window = self.in_flight or max(2, 2 * sum(client.nthreads().values()))
+        window = self.in_flight or max(2, BATCHES_PER_WORKER * sum(client.nthreads().values()))
         batches = _batches(records, self.batch_size)
         index: dict[Any, int] = {}
         finished: dict[int, list[PaperExtraction]] = {}
@@ -234,13 +242,13 @@ class PoolExtractor:
         self, processes: int = 2, *, batch_size: int = 32, in_flight: int | None = None
     ) -> None:
         """``processes`` workers (spawned: no state leaks in from this process);
-        at most ``in_flight`` batches (default twice the workers) submitted and
-        not yet yielded, so memory does not grow with the input."""
+        at most ``in_flight`` batches (default :data:`BATCHES_PER_WORKER` per
+        worker) submitted and not yet yielded, so memory does not grow with the input."""
         from kg.extraction import EXTRACTOR_VERSION
 
         self.processes = max(1, processes)
         self.batch_size = batch_size
-        self.in_flight = in_flight or 2 * self.processes
+        self.in_flight = in_flight or BATCHES_PER_WORKER * self.processes
         self.version = EXTRACTOR_VERSION
         self._pool: Any = None
 

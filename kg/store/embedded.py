@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 
 from pyoxigraph import (
+    BlankNode,
     DefaultGraph,
     Literal,
     NamedNode,
@@ -119,6 +120,24 @@ def _graphs(iris: Sequence[str] | None) -> list[NamedNode | DefaultGraph] | None
     if iris is None:
         return None
     return [NamedNode(i) for i in iris]
+
+
+def _bulk_add(store: Store, quads: Sequence[Quad]) -> None:
+    """Bulk-load quads as N-Quads text.
+
+    ``Store.bulk_extend`` holds the GIL for the whole load (seconds for a write
+    batch), which stops every other thread of this process: an ingest's worker
+    pool then starves, its results uncollected and no new batch handed out.
+    ``bulk_load`` of the serialized quads loads as fast and releases the GIL.
+    Its parser renames blank nodes, so quads with any keep ``bulk_extend``
+    (a text without ``_:`` has none; one with it may, inside a literal)."""
+    text = serialize(quads, format=RdfFormat.N_QUADS) or b""  # None only with an output
+    if b"_:" in text and any(
+        isinstance(t, BlankNode) for q in quads for t in (q.subject, q.object, q.graph_name)
+    ):
+        store.bulk_extend(quads)
+        return
+    store.bulk_load(text, format=RdfFormat.N_QUADS)
 
 
 class _Unopened:
@@ -283,8 +302,8 @@ class EmbeddedStore:
         if new:
             # Nothing of these papers is stored: the bulk loader writes them
             # fastest; their hashes go in last, in one transaction.
-            self._store.bulk_extend(entity_quads)
-            self._store.bulk_extend(body)
+            _bulk_add(self._store, entity_quads)
+            _bulk_add(self._store, body)
             self._store.extend(markers)
             return
         self._store.extend(entity_quads)
