@@ -154,9 +154,9 @@ class TrackedStore:
         finally:
             self._written()
 
-    def replace_quads(self, remove: Any, add: Any, *, graphs: Any = None) -> None:
+    def replace_quads(self, remove: Any, add: Any, *, graphs: Any = None, rows: Any = None) -> None:
         try:
             with self._gate.call():
-                self._store.replace_quads(remove, add, graphs=graphs)
+                self._store.replace_quads(remove, add, graphs=graphs, rows=rows)
         finally:
             self._written()

@@ -381,3 +381,85 @@ def test_a_write_reads_only_what_it_can_change_and_decides_as_the_whole_corpus(
     fresh = open_store(tmp_path / "fresh")
     ingest(fresh, *(made[pid] for pid in alive))
     assert dump(store) == dump(fresh) or _only_components(dump(store) ^ dump(fresh))
+
+
+def index_content(path: Path) -> dict[str, list[str]]:
+    """Every index table's rows, with row ids (papers, claims, entities) replaced by
+    what they stand for: equal for two indexes that say the same, whatever order
+    their rows were added in."""
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    ids = {
+        "pid": dict(db.execute("SELECT pid, id FROM papers")),
+        "cid": dict(db.execute("SELECT cid, iri FROM claims")),
+        "eid": dict(db.execute("SELECT eid, iri FROM entities")),
+    }
+    ids["a"] = ids["b"] = ids["eid"]  # the co-occurrence table's two entities
+    tables = [
+        t
+        for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        if t != "meta" and not t.startswith(("names_tri_", "papers_fts_"))
+    ]
+    out: dict[str, list[str]] = {}
+    for table in tables:
+        columns = [c[1] for c in db.execute(f"PRAGMA table_info({table})")]
+        named = [ids.get(c if table != "papers_fts" else "", {}) for c in columns]
+        rows = db.execute(f"SELECT {'rowid, ' if table == 'papers_fts' else ''}* FROM {table}")
+        if table == "papers_fts":
+            named = [ids["pid"], *named]
+        out[table] = sorted(
+            repr([m.get(v, v) for m, v in zip(named, row, strict=True)]) for row in rows
+        )
+    db.close()
+    return out
+
+
+@pytest.mark.parametrize("helper", ["works", "dies"])
+def test_a_large_rewrite_in_helper_processes_writes_what_one_process_writes(
+    tmp_path: Path, helper: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first ingest's consolidation hands the paper graphs it rewrites to helper
+    processes: the store and the index come out as when this process rewrites
+    them all, and the same when a helper dies halfway (the rest is done here)."""
+    import multiprocessing
+    import os
+    import random
+    import signal
+
+    from kg.store import rewriting
+    from kg.store.index import index_path
+
+    rng = random.Random(7)
+    papers = [_random_paper(rng, n) for n in range(120)]
+    made_by_helpers: list[str] = []
+    in_helpers = rewriting._in_helpers  # noqa: SLF001
+
+    def watched(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        for done in in_helpers(*args, **kwargs):
+            if done.row is not None:
+                made_by_helpers.append(done.paper_id)
+                if helper == "dies" and len(made_by_helpers) == 1:
+                    for child in multiprocessing.active_children():
+                        os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
+            yield done
+
+    monkeypatch.setattr(rewriting, "_in_helpers", watched)
+    stores, rewritten = {}, {}
+    for name, least in (("helpers", 0), ("here", 10**9)):
+        monkeypatch.setattr(rewriting, "PARALLEL_MIN", least)
+        stores[name] = open_store(tmp_path / name)
+        records = [p.record for p in papers]
+        report = ingest_items(records, stores[name], extractor=Canned(papers))
+        assert report.consolidation is not None
+        rewritten[name] = report.consolidation.papers_rewritten
+    assert rewritten["helpers"] == rewritten["here"] > 50
+    if helper == "works":
+        assert len(made_by_helpers) > 10, "the helpers rewrote papers"
+    else:
+        assert len(made_by_helpers) < rewritten["here"], "this process rewrote the rest"
+    assert dump(stores["helpers"]) == dump(stores["here"])
+    assert index_content(index_path(str(tmp_path / "helpers"))) == index_content(
+        index_path(str(tmp_path / "here"))
+    )
+    assert_counters_hold(index_of(stores["helpers"]))

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     # Only for annotations: the mapping's imports would cost each query
     # worker process (which opens stores, never maps papers) ~90 ms to start.
     from kg.mapping.papers import PaperQuads
+    from kg.store.index.rows import PaperRow
 
 QueryResult = QuerySolutions | QueryBoolean | QueryTriples
 Term = NamedNode | Literal
@@ -100,11 +101,13 @@ class GraphStore(Protocol):
         add: Sequence[Quad],
         *,
         graphs: Mapping[str, Sequence[Quad]] | None = None,
+        rows: Mapping[str, PaperRow] | None = None,
     ) -> None:
         """Remove some quads and add others, in one transaction (consolidation's
         rewrites of paper graphs and of the entities graph). ``graphs``: paper id
         → the whole graph that paper has after the write, where the caller holds
-        it, so that a store keeping rows derived from papers need not read them back."""
+        it, so that a store keeping rows derived from papers need not read them
+        back; ``rows``: paper id → those rows, where the caller made them."""
         ...
 
     def paper_ids(self) -> Iterator[str]:

@@ -32,10 +32,8 @@ from kg.mapping.consolidation import (
     Node,
     Resolution,
     Surface,
-    Target,
     acronym_short,
     resolve,
-    rewrite_graph,
     strip_chain,
     text,
     type_evidence_iri,
@@ -45,9 +43,11 @@ from kg.mapping.results import boolean
 from kg.model import EntityType
 from kg.store.common import GraphStore
 from kg.store.index import evidence_rows as ev
-from kg.store.index import index_of, paper_graphs, paper_quads
+from kg.store.index import index_of, paper_quads
 from kg.store.index import read as ix
+from kg.store.index.rows import PaperRow
 from kg.store.queries import rows, run
+from kg.store.rewriting import rewritten
 from kg.vocab import ENTITIES_GRAPH, ID_PREFIX, KG, RDF, SKOS, XSD, paper_id_from_graph
 
 _TYPES = tuple(k.name for k in schema.ENTITY_TYPES)
@@ -60,6 +60,8 @@ tables beats following them key by key (0.4 against 3.1 s for the 4,302 ICLR
 papers; BENCHMARKS.md)."""
 HELD_QUADS = 100_000
 """Quads of rewritten paper graphs held for the index before a write is forced."""
+HELD_ROWS = 512
+"""Index rows of rewritten papers held before a write is forced (a helper made them)."""
 
 
 @dataclass
@@ -191,12 +193,6 @@ def _iri_key(iri: str) -> str:
     return unquote(iri.rsplit("/", 1)[-1])
 
 
-def _current_target(iri: str) -> Target:
-    """The node a surface form is resolved to now, as a :class:`Target`."""
-    segment = iri[len(ID_PREFIX) :].split("/", 1)[0]
-    return Target(iri, schema.kind(segment).name, _iri_key(iri))
-
-
 def node_quads(node: Node) -> list[Quad]:
     """A node's description in the entities graph: type, labels, direction and
     the evidence for each type it was given (papers and summed confidence)."""
@@ -287,6 +283,7 @@ def consolidate(
     remove: list[Quad] = []
     add: list[Quad] = []
     graphs: dict[str, list[Quad]] = {}  # the rewritten papers' whole graphs
+    made: dict[str, PaperRow] = {}  # or their index rows, made by a helper
 
     def write(force: bool = False) -> None:
         if (remove or add) and (
@@ -294,33 +291,29 @@ def consolidate(
             or len(remove) + len(add) >= BATCH_QUADS
             # the graphs held bound a batch's memory as much as the changes do
             or sum(map(len, graphs.values())) >= HELD_QUADS
+            or len(made) >= HELD_ROWS
         ):
-            store.replace_quads(list(remove), list(add), graphs=dict(graphs))
+            store.replace_quads(list(remove), list(add), graphs=dict(graphs), rows=dict(made))
             report.quads_removed += len(remove)
             report.quads_added += len(add)
             remove.clear()
             add.clear()
             graphs.clear()
+            made.clear()
 
     papers = {s.paper: s.iri.rsplit("/surface/", 1)[0] for s in surfaces}
     changed = {
-        pid: graph
+        pid: papers[graph]
         for graph in _changed_papers(surfaces, resolution)
         if (pid := paper_id_from_graph(graph)) is not None
     }
-    for pid, old in paper_graphs(store, changed):
-        graph = changed[pid]
-        # Surface forms outside a scoped read keep the node they stand for.
-        targets = {
-            text(q.subject): _current_target(text(q.object))
-            for q in old
-            if q.predicate == KG.resolvedTo and text(q.subject) not in resolution.targets
-        }
-        new = rewrite_graph(old, NamedNode(papers[graph]), {**targets, **resolution.targets})
-        before, after = set(old), set(new)
-        remove.extend(q for q in old if q not in after)
-        add.extend(q for q in new if q not in before)
-        graphs[pid] = list(dict.fromkeys(new))
+    for done in rewritten(store, changed, resolution.targets):
+        remove.extend(done.remove)
+        add.extend(done.add)
+        if done.row is not None:
+            made[done.paper_id] = done.row
+        elif done.graph is not None:
+            graphs[done.paper_id] = done.graph
         report.papers_rewritten += 1
         write()
     write(force=True)

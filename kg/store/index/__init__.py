@@ -15,7 +15,7 @@ import logging
 import os
 import sqlite3
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
 from pathlib import Path
@@ -158,10 +158,11 @@ class IndexedStore:
         add: Sequence[Quad],
         *,
         graphs: Mapping[str, Sequence[Quad]] | None = None,
+        rows: Mapping[str, PaperRow] | None = None,
     ) -> None:
         """Remove and add quads (consolidation), then rebuild the index rows of the
-        papers they touch (from ``graphs`` where given, else read back from the
-        store) and of the entities they touch."""
+        papers they touch (``rows`` where given, else made from ``graphs``, else
+        read back from the store) and of the entities they touch."""
         changed = [*remove, *add]
         papers = sorted({p for q in changed if (p := paper_id_from_graph(text(q.graph_name)))})
         entities = sorted({text(q.subject) for q in changed if q.graph_name == ENTITIES_GRAPH})
@@ -171,12 +172,15 @@ class IndexedStore:
                 old_names.setdefault(text(q.subject), set()).add(text(q.object))
 
         def index_write() -> None:
-            given = graphs or {}
-            rows = [
-                paper_row(pid, paper_iri(pid).value, given[pid]) for pid in papers if pid in given
+            given, made = graphs or {}, rows or {}
+            kept = [made[pid] for pid in papers if pid in made]
+            kept += [
+                paper_row(pid, paper_iri(pid).value, given[pid])
+                for pid in papers
+                if pid in given and pid not in made
             ]
-            rows += read_rows(self._store, [pid for pid in papers if pid not in given])
-            self.index.write(rows, {})
+            rest = [pid for pid in papers if pid not in given and pid not in made]
+            self.index.write([*kept, *read_rows(self._store, rest)], {})
             self.index.set_entities(entity_infos_of(self._store, entities), entities, old_names)
 
         self._follow(lambda: self._store.replace_quads(remove, add, graphs=graphs), index_write)
@@ -328,15 +332,27 @@ N-Triples a graph (15 MB)."""
 def paper_graphs(store: GraphStore, paper_ids: Iterable[str]) -> Iterator[tuple[str, list[Quad]]]:
     """Each paper's id and the quads of its graph, in order.
 
-    An embedded store's graphs are read ahead in a thread. Reading is most of the
-    cost of rewriting or re-indexing a paper (about 11 µs a quad, in RocksDB
-    lookups of each term's string), and a graph's dump runs without the GIL, so
-    it overlaps with the caller's work (BENCHMARKS.md)."""
-    raw = store.native()
-    if raw is None:
+    An embedded store's graphs are read ahead in a thread (:func:`paper_dumps`)."""
+    if store.native() is None:
         for pid in paper_ids:
             yield pid, list(paper_quads(store, pid))
         return
+    for pid, dumped in paper_dumps(store, paper_ids):
+        yield pid, graph_quads(pid, dumped)
+
+
+def paper_dumps(
+    store: GraphStore, paper_ids: Iterable[str]
+) -> Generator[tuple[str, bytes], None, None]:
+    """Each paper's id and its graph as N-Triples, in order, from an embedded store.
+
+    The dumps are read ahead in a thread. Reading is most of the cost of
+    rewriting or re-indexing a paper (about 11 µs a quad, in RocksDB lookups of
+    each term's string), and a graph's dump runs without the GIL, so it overlaps
+    with the caller's work (BENCHMARKS.md)."""
+    raw = store.native()
+    if raw is None:
+        raise ValueError("only an embedded store dumps its graphs")
     ids = iter(paper_ids)
     pending: deque[tuple[str, Future[bytes]]] = deque()
     with ThreadPoolExecutor(1, thread_name_prefix="kg-read") as reader:
@@ -347,7 +363,7 @@ def paper_graphs(store: GraphStore, paper_ids: Iterable[str]) -> Iterator[tuple[
                 pid, dumped = pending.popleft()
                 for more in islice(ids, 1):
                     pending.append((more, reader.submit(_dump_graph, raw, more)))
-                yield pid, _graph_quads(pid, dumped.result())
+                yield pid, dumped.result()
         finally:
             for _, dumped in pending:
                 dumped.cancel()
@@ -357,7 +373,7 @@ def _dump_graph(raw: Any, paper_id: str) -> bytes:
     return bytes(raw.dump(format=RdfFormat.N_TRIPLES, from_graph=paper_graph(paper_id)))
 
 
-def _graph_quads(paper_id: str, dumped: bytes) -> list[Quad]:
+def graph_quads(paper_id: str, dumped: bytes) -> list[Quad]:
     """The quads of a dumped paper graph (blank nodes keep their ids both ways)."""
     # Each N-Triples line ends in " .\n" (a literal's line breaks are escaped):
     # naming the graph there makes it N-Quads, parsed without building each quad
