@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kg.cli.common import available_cpus
 from kg.cli.main import main as cli
+from kg.cpus import available_cpus
 from kg.reading.readers import derived_id
 from kg.store.embedded import open_store
 from tests.test_cli import kg

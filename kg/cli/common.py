@@ -3,7 +3,6 @@ opening a store for reading or writing."""
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -18,16 +17,6 @@ STORE_OPTION = click.option(
     show_default=True,
     help="Store directory, or http(s):// URL of a SPARQL 1.1 store. Env: KG_STORE.",
 )
-
-
-def available_cpus() -> int:
-    """CPUs this process may run on (its affinity mask, not the whole machine)."""
-    counter = getattr(os, "process_cpu_count", None)  # Python 3.13+
-    if counter is not None:
-        return counter() or 1
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0)) or 1
-    return os.cpu_count() or 1
 
 
 def fail(message: str) -> None:

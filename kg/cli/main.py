@@ -20,7 +20,6 @@ from kg import __version__, schema
 from kg.cli.common import (
     STORE_OPTION,
     Group,
-    available_cpus,
     fail,
     open_for_reading,
     open_for_writing,
@@ -28,6 +27,7 @@ from kg.cli.common import (
 from kg.cli.results import leaderboard
 from kg.cli.serve import graph, serve
 from kg.cli.train import eval_, train
+from kg.cpus import available_cpus
 from kg.ingest import WRITE_BATCH
 from kg.resources import sample_corpus
 from kg.settings import Settings

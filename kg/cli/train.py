@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from kg.cli.common import available_cpus, fail
+from kg.cli.common import fail
+from kg.cpus import available_cpus
 from kg.resources import sample_corpus
 
 

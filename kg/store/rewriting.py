@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -26,6 +25,7 @@ from urllib.parse import unquote
 from pyoxigraph import NamedNode, Quad, RdfFormat, parse, serialize
 
 from kg import schema
+from kg.cpus import available_cpus
 from kg.mapping.consolidation import Target, rewrite_graph, text
 from kg.store.common import GraphStore
 from kg.store.index import graph_quads, paper_dumps, paper_graphs
@@ -110,8 +110,7 @@ def rewritten(
 
 def _helpers() -> int:
     """Helper processes beside this one: one for each other CPU, up to four."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(0, min((cpus or 1) - 1, 4))
+    return max(0, min(available_cpus() - 1, 4))
 
 
 def _in_helpers(
