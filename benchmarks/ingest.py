@@ -17,6 +17,7 @@ the ratio end-to-end / bare.
 
     python benchmarks/ingest.py                      # sample + ICLR 2026 (../shared)
     python benchmarks/ingest.py --corpus sample --processes 2 --json out.json
+    python benchmarks/ingest.py --corpus iclr --engines pool --rounds 3   # alternating
 """
 
 from __future__ import annotations
@@ -200,30 +201,57 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def benchmark(corpora: list[str], processes: int, batch_size: int, engines: list[str]) -> dict:
-    """Every step on every corpus; ratios are within this one run."""
+def benchmark(
+    corpora: list[str], processes: int, batch_size: int, engines: list[str], rounds: int = 1
+) -> dict:
+    """Every step on every corpus; ratios are within this one run.
+
+    With several rounds the steps alternate (bare first, then bare last, …) so a
+    machine that speeds up or slows down over the run favours neither side; each
+    round gives its own ratio and the figures are the medians.
+    """
     from benchmarks._proc import wait_quiet
 
     results: dict = {
         "processes": processes,
         "batch_size": batch_size,
         "cpus": os.cpu_count(),
+        "rounds": rounds,
         "corpora": {},
     }
     for corpus in corpora:
-        figures: dict = {}
-        for step in ["bare", *engines]:
-            waited = wait_quiet()
-            print(f"  {corpus}: {step} (waited {waited} s for a quiet machine) …", file=sys.stderr)
-            figures[step] = run_step(step, corpus, processes, batch_size)
-        bare = figures["bare"]
-        for step in engines:
-            figures[step]["ratio_to_bare"] = figures[step]["papers_per_s"] / bare["papers_per_s"]
-            figures[step]["cpu_ratio_to_bare"] = (
-                bare["cpu_ms_per_paper"] / figures[step]["cpu_ms_per_paper"]
-            )
-        results["corpora"][corpus] = figures
+        runs: dict[str, list[dict]] = {step: [] for step in ["bare", *engines]}
+        for r in range(rounds):
+            order = ["bare", *engines] if r % 2 == 0 else [*reversed(engines), "bare"]
+            for step in order:
+                waited = wait_quiet()
+                print(
+                    f"  {corpus}: round {r + 1}/{rounds}, {step} "
+                    f"(waited {waited} s for a quiet machine) …",
+                    file=sys.stderr,
+                )
+                runs[step].append(run_step(step, corpus, processes, batch_size))
+        results["corpora"][corpus] = _medians(runs, engines)
     return results
+
+
+def _medians(runs: dict[str, list[dict]], engines: list[str]) -> dict:
+    """Each step's figures from its median-time round, with per-round ratios."""
+    import statistics
+
+    figures: dict = {}
+    for step, done in runs.items():
+        middle = sorted(done, key=lambda f: f["seconds"])[(len(done) - 1) // 2]
+        figures[step] = {**middle, "rounds_seconds": [round(f["seconds"], 1) for f in done]}
+    bare = runs["bare"]
+    for step in engines:
+        pairs = list(zip(runs[step], bare, strict=True))
+        ratios = [f["papers_per_s"] / b["papers_per_s"] for f, b in pairs]
+        cpu_ratios = [b["cpu_ms_per_paper"] / f["cpu_ms_per_paper"] for f, b in pairs]
+        figures[step]["ratio_to_bare"] = statistics.median(ratios)
+        figures[step]["rounds_ratio_to_bare"] = [round(x, 3) for x in ratios]
+        figures[step]["cpu_ratio_to_bare"] = statistics.median(cpu_ratios)
+    return figures
 
 
 def print_table(results: dict) -> None:
@@ -247,6 +275,13 @@ def print_table(results: dict) -> None:
                 f"{f['papers_per_s']:>9.1f} {ratio:>6} {f['cpu_ms_per_paper']:>13.0f} "
                 f"{cpu_ratio:>6} {f['foreign_cpu_share']:>8.2f} {f['peak_rss_mb']:>12.0f}  {at}"
             )
+    if results.get("rounds", 1) > 1:
+        print("per round (median above):")
+        for corpus, figures in results["corpora"].items():
+            for step, f in figures.items():
+                ratios = f.get("rounds_ratio_to_bare")
+                extra = f"  ×bare {ratios}" if ratios else ""
+                print(f"  {corpus:<8} {step:<6} seconds {f['rounds_seconds']}{extra}")
 
 
 def main() -> int:
@@ -266,6 +301,12 @@ def main() -> int:
     ap.add_argument(
         "--engines", default="local,pool,dask", help="comma-separated: local, pool, dask"
     )
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="repeat every step, alternating their order; figures are medians (default 1)",
+    )
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--step", choices=["bare", "local", "pool", "dask"], help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -279,7 +320,7 @@ def main() -> int:
         print(json.dumps(out))
         return 0
     engines = [e for e in args.engines.split(",") if e]
-    results = benchmark(corpora, args.processes, args.batch_size, engines)
+    results = benchmark(corpora, args.processes, args.batch_size, engines, max(1, args.rounds))
     print_table(results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
