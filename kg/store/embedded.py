@@ -129,15 +129,17 @@ def _bulk_add(store: Store, quads: Sequence[Quad]) -> None:
     batch), which stops every other thread of this process: an ingest's worker
     pool then starves, its results uncollected and no new batch handed out.
     ``bulk_load`` of the serialized quads loads as fast and releases the GIL.
-    Its parser renames blank nodes, so quads with any keep ``bulk_extend``
-    (a text without ``_:`` has none; one with it may, inside a literal)."""
+    Its parser renames blank nodes, so quads with any keep ``bulk_extend`` (a
+    text without ``_:`` has none; one with it may, inside a literal). The text
+    is pyoxigraph's own serialization of terms it validated when they were
+    made, so the loader need not validate the IRIs again (``lenient``)."""
     text = serialize(quads, format=RdfFormat.N_QUADS) or b""  # None only with an output
     if b"_:" in text and any(
         isinstance(t, BlankNode) for q in quads for t in (q.subject, q.object, q.graph_name)
     ):
         store.bulk_extend(quads)
         return
-    store.bulk_load(text, format=RdfFormat.N_QUADS)
+    store.bulk_load(text, format=RdfFormat.N_QUADS, lenient=True)
 
 
 class _Unopened:
