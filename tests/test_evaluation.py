@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -131,6 +133,57 @@ def test_scores_on_the_shared_gold(extractor) -> None:  # noqa: ANN001
     assert fields["metrics"]["lenient"].f1 >= 0.7
     assert fields["claims"]["lenient"].f1 >= 0.7
     assert report.claim_values_correct / report.claim_values_total >= 0.9
+
+
+ICLR_DEV = SHARED / "gold" / "iclr-dev.jsonl"
+ICLR = SHARED / "data" / "iclr2026_abstracts" / "iclr2026_accepted_abstracts.jsonl"
+SCORER = SHARED / "tools" / "score_extraction.py"
+
+
+def _issue_scores(extractor, records: list, gold: Path, texts: list[str], tmp: Path) -> dict:  # noqa: ANN001
+    """``score_extraction.py --json`` (the issue's own scorer) on our predictions."""
+    out = tmp / f"{gold.stem}.pred.jsonl"
+    with out.open("w") as f:
+        for paper in extractor.extract(records):
+            f.write(json.dumps(paper.to_json()) + "\n")
+    run = subprocess.run(
+        [sys.executable, str(SCORER), str(gold), str(out), *texts, "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(run.stdout)
+
+
+@pytest.mark.shared
+@pytest.mark.skipif(
+    not (ICLR_DEV.exists() and ICLR.exists() and SCORER.exists() and GOLD.exists()),
+    reason="../shared (iclr-dev and sample gold, ICLR abstracts, scorer) is not here",
+)
+def test_the_issue_targets_with_the_issue_scorer(extractor, tmp_path: Path) -> None:  # noqa: ANN001
+    """Issue 11's targets as its scorer reports them: on iclr-dev macro ≥ 0.75 and
+    every field ≥ 0.60, on the 37-abstract sample macro ≥ 0.70. Measured 0.751
+    (0.7505 before rounding) and 0.817 (benchmarks/quality.md): the dev target has
+    no slack, so any change that costs dev one entity fails here."""
+    from kg.reading.readers import read_paths
+    from kg.resources import sample_corpus
+
+    wanted = {json.loads(line)["id"] for line in ICLR_DEV.open()}
+    source = tmp_path / "dev.jsonl"
+    source.write_text("".join(x for x in ICLR.open() if json.loads(x)["forum_id"] in wanted))
+    dev = [r for r in read_paths([source]) if not hasattr(r, "reason")]
+    scores = _issue_scores(extractor, dev, ICLR_DEV, ["--texts", str(ICLR)], tmp_path)
+    assert scores["papers"] == 40 and scores["missing_predictions"] == 0, scores
+    assert scores["macro_f1"] >= 0.75, scores
+    fields = ("proposed", "tasks", "methods", "datasets", "metrics")
+    assert all(scores[f"{f}.lenient"]["f1"] >= 0.60 for f in fields), scores
+    assert scores["claims"]["f1"] >= 0.60, scores
+
+    sample = [r for r in read_paths(sample_corpus()) if not hasattr(r, "reason")]
+    abstracts = ["--abstracts", str(GOLD.with_name("seed_abstracts.jsonl"))]
+    scores = _issue_scores(extractor, sample, GOLD, abstracts, tmp_path)
+    assert scores["papers"] == 37 and scores["missing_predictions"] == 0, scores
+    assert scores["macro_f1"] >= 0.70, scores
 
 
 SCIERC_DEV = SHARED / "data" / "scierc" / "dev.jsonl"
