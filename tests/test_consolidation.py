@@ -415,17 +415,20 @@ def index_content(path: Path) -> dict[str, list[str]]:
     return out
 
 
-@pytest.mark.parametrize("helper", ["works", "dies"])
+@pytest.mark.parametrize("helper", ["works", "dies", "is-overtaken"])
 def test_a_large_rewrite_in_helper_processes_writes_what_one_process_writes(
     tmp_path: Path, helper: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A first ingest's consolidation hands the paper graphs it rewrites to helper
     processes: the store and the index come out as when this process rewrites
-    them all, and the same when a helper dies halfway (the rest is done here)."""
+    them all, the same when a helper dies halfway (the rest is done here), and
+    the same when this process, out of papers to read, takes back the tasks no
+    helper has started (one paper a task: a helper still starting has many)."""
     import multiprocessing
     import os
     import random
     import signal
+    from concurrent.futures import Future
 
     from kg.store import rewriting
     from kg.store.index import index_path
@@ -445,6 +448,17 @@ def test_a_large_rewrite_in_helper_processes_writes_what_one_process_writes(
             yield done
 
     monkeypatch.setattr(rewriting, "_in_helpers", watched)
+    taken_back: list[Future] = []
+    if helper == "is-overtaken":
+        monkeypatch.setattr(rewriting, "CHUNK", 1)
+        cancel = Future.cancel
+
+        def counted(self: Future) -> bool:
+            if done := cancel(self):
+                taken_back.append(self)
+            return done
+
+        monkeypatch.setattr(Future, "cancel", counted)
     stores, rewritten = {}, {}
     for name, least in (("helpers", 0), ("here", 10**9)):
         monkeypatch.setattr(rewriting, "PARALLEL_MIN", least)
@@ -456,6 +470,8 @@ def test_a_large_rewrite_in_helper_processes_writes_what_one_process_writes(
     assert rewritten["helpers"] == rewritten["here"] > 50
     if helper == "works":
         assert len(made_by_helpers) > 10, "the helpers rewrote papers"
+    elif helper == "is-overtaken":
+        assert made_by_helpers and taken_back, (len(made_by_helpers), len(taken_back))
     else:
         assert len(made_by_helpers) < rewritten["here"], "this process rewrote the rest"
     assert dump(stores["helpers"]) == dump(stores["here"])
