@@ -158,7 +158,7 @@ def _issue_scores(extractor, records: list, gold: Path, texts: list[str], tmp: P
 @pytest.mark.shared
 @pytest.mark.skipif(
     not (ICLR_DEV.exists() and ICLR.exists() and SCORER.exists() and GOLD.exists()),
-    reason="../shared (iclr-dev and sample gold, ICLR abstracts, scorer) is not here",
+    reason="../shared (gold, ICLR abstracts, scorer) is not beside the checkout",
 )
 def test_the_issue_targets_with_the_issue_scorer(extractor, tmp_path: Path) -> None:  # noqa: ANN001
     """Issue 11's targets as its scorer reports them: on iclr-dev macro ≥ 0.75 and
