@@ -42,7 +42,8 @@ CHUNK = 16
 """Papers per task sent to a helper: fewer round trips, a small window."""
 WINDOW = 32
 """Tasks in flight per helper: enough to keep it busy while this process writes
-a batch (about a second: 8 a helper left it idle for most of each write)."""
+a batch (about a second: 8 a helper left it idle for most of each write). The
+dumped graphs they hold are about 30 MB a helper (58 KB a paper)."""
 
 
 @dataclass
