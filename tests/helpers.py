@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -18,6 +19,29 @@ from service.messages import QueryRequest
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
+ICLR_DEV = SHARED / "gold" / "iclr-dev.jsonl"
+ICLR = SHARED / "data" / "iclr2026_abstracts" / "iclr2026_accepted_abstracts.jsonl"
+
+
+def iclr_dev_predictions(extractor, tmp: Path) -> Path:  # noqa: ANN001
+    """The extractor's JSON output, one paper a line, for the 40 iclr-dev abstracts
+    (taken from the ICLR file by ``forum_id``): what ``../shared/tools`` scorers read."""
+    from kg.reading.readers import read_paths
+
+    wanted = {json.loads(line)["id"] for line in ICLR_DEV.open()}
+    source = tmp / "iclr-dev.abstracts.jsonl"
+    source.write_text("".join(x for x in ICLR.open() if json.loads(x)["forum_id"] in wanted))
+    return write_predictions(extractor, list(read_paths([source])), tmp / "iclr-dev.pred.jsonl")
+
+
+def write_predictions(extractor, items: list, out: Path) -> Path:  # noqa: ANN001
+    """Extract the records among ``items`` (rejections skipped) and write each
+    paper's JSON to ``out``, one a line."""
+    records = [r for r in items if not hasattr(r, "reason")]
+    with out.open("w") as f:
+        for paper in extractor.extract(records):
+            f.write(json.dumps(paper.to_json()) + "\n")
+    return out
 
 
 def query_request(query: str) -> QueryRequest:

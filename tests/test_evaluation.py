@@ -20,7 +20,7 @@ from kg.training.evaluation import (
     value_key,
 )
 from kg.training.recogniser import non_overlapping, span_scores
-from tests.helpers import SHARED
+from tests.helpers import ICLR, ICLR_DEV, SHARED, iclr_dev_predictions, write_predictions
 
 
 def test_matching() -> None:
@@ -135,19 +135,13 @@ def test_scores_on_the_shared_gold(extractor) -> None:  # noqa: ANN001
     assert report.claim_values_correct / report.claim_values_total >= 0.9
 
 
-ICLR_DEV = SHARED / "gold" / "iclr-dev.jsonl"
-ICLR = SHARED / "data" / "iclr2026_abstracts" / "iclr2026_accepted_abstracts.jsonl"
 SCORER = SHARED / "tools" / "score_extraction.py"
 
 
-def _issue_scores(extractor, records: list, gold: Path, texts: list[str], tmp: Path) -> dict:  # noqa: ANN001
+def _issue_scores(predictions: Path, gold: Path, texts: list[str]) -> dict:
     """``score_extraction.py --json`` (the issue's own scorer) on our predictions."""
-    out = tmp / f"{gold.stem}.pred.jsonl"
-    with out.open("w") as f:
-        for paper in extractor.extract(records):
-            f.write(json.dumps(paper.to_json()) + "\n")
     run = subprocess.run(
-        [sys.executable, str(SCORER), str(gold), str(out), *texts, "--json"],
+        [sys.executable, str(SCORER), str(gold), str(predictions), *texts, "--json"],
         capture_output=True,
         text=True,
         check=True,
@@ -168,20 +162,19 @@ def test_the_issue_targets_with_the_issue_scorer(extractor, tmp_path: Path) -> N
     from kg.reading.readers import read_paths
     from kg.resources import sample_corpus
 
-    wanted = {json.loads(line)["id"] for line in ICLR_DEV.open()}
-    source = tmp_path / "dev.jsonl"
-    source.write_text("".join(x for x in ICLR.open() if json.loads(x)["forum_id"] in wanted))
-    dev = [r for r in read_paths([source]) if not hasattr(r, "reason")]
-    scores = _issue_scores(extractor, dev, ICLR_DEV, ["--texts", str(ICLR)], tmp_path)
+    dev = iclr_dev_predictions(extractor, tmp_path)
+    scores = _issue_scores(dev, ICLR_DEV, ["--texts", str(ICLR)])
     assert scores["papers"] == 40 and scores["missing_predictions"] == 0, scores
     assert scores["macro_f1"] >= 0.75, scores
     fields = ("proposed", "tasks", "methods", "datasets", "metrics")
     assert all(scores[f"{f}.lenient"]["f1"] >= 0.60 for f in fields), scores
     assert scores["claims"]["f1"] >= 0.60, scores
 
-    sample = [r for r in read_paths(sample_corpus()) if not hasattr(r, "reason")]
+    sample = write_predictions(
+        extractor, list(read_paths(sample_corpus())), tmp_path / "sample.pred.jsonl"
+    )
     abstracts = ["--abstracts", str(GOLD.with_name("seed_abstracts.jsonl"))]
-    scores = _issue_scores(extractor, sample, GOLD, abstracts, tmp_path)
+    scores = _issue_scores(sample, GOLD, abstracts)
     assert scores["papers"] == 37 and scores["missing_predictions"] == 0, scores
     assert scores["macro_f1"] >= 0.70, scores
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ import pytest
 
 from kg.mapping.directions import metric_direction
 from kg.model import Record
-from tests.helpers import SHARED
+from tests.helpers import ICLR, ICLR_DEV, SHARED, iclr_dev_predictions
 
 ABSTRACT = (
     "Training large detectors is expensive. "
@@ -97,30 +96,17 @@ def test_numbers_without_a_metric_are_not_tied_to_one(extractor) -> None:  # noq
     assert all(r.metric is None for r in paper.results)
 
 
-DEV = SHARED / "gold" / "iclr-dev.jsonl"
-ICLR = SHARED / "data" / "iclr2026_abstracts" / "iclr2026_accepted_abstracts.jsonl"
 SCORER = SHARED / "tools" / "score_results.py"
 
 
 @pytest.mark.skipif(
-    not (DEV.exists() and ICLR.exists() and SCORER.exists()),
+    not (ICLR_DEV.exists() and ICLR.exists() and SCORER.exists()),
     reason="../shared (iclr-dev gold, ICLR abstracts, scorer) is not beside the checkout",
 )
 def test_results_f1_on_iclr_dev(extractor, tmp_path: Path) -> None:  # noqa: ANN001
-    from kg.reading.readers import read_paths
-
-    ids = [json.loads(line)["id"] for line in DEV.open()]
-    wanted = set(ids)
-    rows = [line for line in ICLR.open() if json.loads(line)["forum_id"] in wanted]
-    source = tmp_path / "dev.jsonl"
-    source.write_text("".join(rows))
-    records = [r for r in read_paths([source]) if not hasattr(r, "reason")]
-    out = tmp_path / "out.jsonl"
-    with out.open("w") as f:
-        for paper in extractor.extract(records):
-            f.write(json.dumps(paper.to_json()) + "\n")
+    out = iclr_dev_predictions(extractor, tmp_path)
     run = subprocess.run(
-        [sys.executable, str(SCORER), str(DEV), str(out)],
+        [sys.executable, str(SCORER), str(ICLR_DEV), str(out)],
         capture_output=True,
         text=True,
         check=True,
